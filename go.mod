@@ -1,0 +1,3 @@
+module decisiongateway
+
+go 1.26.0

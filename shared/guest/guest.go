@@ -1,0 +1,167 @@
+//go:build wasip1
+
+// Package guest is the module side of the host ABI (schema/abi.md). A route
+// function's main package calls Serve once from init; the exports below let
+// the host hand it requests, and the imports reach the host's services.
+//
+// A module serves one request at a time: the host never re-enters an
+// instance, so the package keeps its buffers in globals and reuses them.
+package guest
+
+import (
+	"unsafe"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/platform"
+)
+
+var (
+	handler platform.Handler
+	env     = platform.Env{
+		Ledger:    ledger{},
+		Transport: transport{},
+		Model:     model{},
+		Config:    config{},
+		Logger:    logger{},
+	}
+
+	// inBuf holds the request the host wrote through gateway_alloc; outBuf the
+	// last encoded response. Both stay referenced so the GC keeps them while
+	// the host reads or writes them.
+	inBuf  []byte
+	outBuf []byte
+	// scratch receives import results; grown when a result does not fit.
+	scratch = make([]byte, 16<<10)
+	msg     []byte
+)
+
+// Serve registers the function's handler. Call it from init.
+func Serve(h platform.Handler) { handler = h }
+
+//go:wasmexport gateway_abi_version
+func abiVersion() uint32 { return abi.Version }
+
+// gateway_alloc returns a buffer of n bytes for the next request.
+//
+//go:wasmexport gateway_alloc
+func alloc(n uint32) uint32 {
+	if uint32(cap(inBuf)) < n {
+		inBuf = make([]byte, n)
+	}
+	inBuf = inBuf[:n]
+	if n == 0 {
+		return 0
+	}
+	return uint32(uintptr(unsafe.Pointer(&inBuf[0])))
+}
+
+// gateway_handle decodes the request in the alloc'd buffer, runs the handler
+// and returns the encoded response as ptr<<32 | len.
+//
+//go:wasmexport gateway_handle
+func handle(ptr, n uint32) uint64 {
+	req, err := abi.DecodeRequest(inBuf[:n])
+	var resp abi.Response
+	if err != nil {
+		resp = abi.Response{Status: 400, Body: []byte(err.Error())}
+	} else {
+		resp = handler(&env, &req)
+	}
+	outBuf = abi.AppendResponse(outBuf[:0], &resp)
+	if len(outBuf) == 0 {
+		return 0
+	}
+	return uint64(uintptr(unsafe.Pointer(&outBuf[0])))<<32 | uint64(len(outBuf))
+}
+
+func ptrOf(b []byte) uint32 {
+	if len(b) == 0 {
+		return 0
+	}
+	return uint32(uintptr(unsafe.Pointer(&b[0])))
+}
+
+// Imports that answer, named for call (TinyGo cannot take an imported
+// function as a value).
+const (
+	impLedger = iota
+	impFetch
+	impAI
+	impConfig
+)
+
+// call runs one import with the request in msg and returns its result,
+// fetching it with gateway_take when it did not fit the scratch buffer.
+func call(imp int) []byte {
+	p, l, o, c := ptrOf(msg), uint32(len(msg)), ptrOf(scratch), uint32(len(scratch))
+	var n uint32
+	switch imp {
+	case impLedger:
+		n = ledgerImport(p, l, o, c)
+	case impFetch:
+		n = fetchImport(p, l, o, c)
+	case impAI:
+		n = aiImport(p, l, o, c)
+	case impConfig:
+		n = configImport(p, l, o, c)
+	}
+	if n <= c {
+		return scratch[:n]
+	}
+	scratch = make([]byte, n)
+	takeResult(ptrOf(scratch), n)
+	return scratch[:n]
+}
+
+//go:wasmimport gateway ledger
+func ledgerImport(reqPtr, reqLen, outPtr, outCap uint32) uint32
+
+//go:wasmimport gateway fetch
+func fetchImport(reqPtr, reqLen, outPtr, outCap uint32) uint32
+
+//go:wasmimport gateway ai
+func aiImport(reqPtr, reqLen, outPtr, outCap uint32) uint32
+
+//go:wasmimport gateway config
+func configImport(reqPtr, reqLen, outPtr, outCap uint32) uint32
+
+//go:wasmimport gateway log
+func logImport(ptr, n uint32)
+
+//go:wasmimport gateway take
+func takeResult(outPtr, n uint32)
+
+type ledger struct{}
+
+func (ledger) Exec(b *abi.Batch) (abi.BatchResult, error) {
+	msg = abi.AppendBatch(msg[:0], b)
+	return abi.DecodeBatchResult(call(impLedger))
+}
+
+type transport struct{}
+
+func (transport) Fetch(r *abi.FetchRequest) (abi.FetchResponse, error) {
+	msg = abi.AppendFetchRequest(msg[:0], r)
+	return abi.DecodeFetchResponse(call(impFetch))
+}
+
+type model struct{}
+
+func (model) Run(r *abi.AIRequest) (abi.AIResponse, error) {
+	msg = abi.AppendAIRequest(msg[:0], r)
+	return abi.DecodeAIResponse(call(impAI))
+}
+
+type config struct{}
+
+func (config) Get(name string) string {
+	msg = append(msg[:0], name...)
+	return string(call(impConfig))
+}
+
+type logger struct{}
+
+func (logger) Log(rec *abi.LogRecord) {
+	msg = abi.AppendLogRecord(msg[:0], rec)
+	logImport(ptrOf(msg), uint32(len(msg)))
+}

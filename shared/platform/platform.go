@@ -1,0 +1,74 @@
+// Package platform is everything a route function may ask of its host, as
+// small interfaces. The TinyGo guest implements them with ABI imports
+// (package guest); tests and native benchmarks implement them in Go. A later
+// build for runtimes with real sockets can implement Transport and Ledger
+// with standard Go networking and libsql-client-go without touching a
+// function.
+package platform
+
+import "decisiongateway/shared/abi"
+
+// Ledger executes one atomic batch of SQL against the system of record.
+type Ledger interface {
+	Exec(b *abi.Batch) (abi.BatchResult, error)
+}
+
+// Transport makes outbound HTTP requests. The host applies egress policy,
+// timeouts and secrets.
+type Transport interface {
+	Fetch(r *abi.FetchRequest) (abi.FetchResponse, error)
+}
+
+// Model runs the edge-runtime model binding.
+type Model interface {
+	Run(r *abi.AIRequest) (abi.AIResponse, error)
+}
+
+// Config reads deployment settings by name (SERVICE_RATE_LIMIT, ...).
+// Secrets are never readable: the host keeps them and applies them itself.
+type Config interface {
+	Get(name string) string
+}
+
+// Logger writes structured log lines; the host adds time and request id.
+type Logger interface {
+	Log(rec *abi.LogRecord)
+}
+
+// Env bundles the host services for one request.
+type Env struct {
+	Ledger    Ledger
+	Transport Transport
+	Model     Model
+	Config    Config
+	Logger    Logger
+}
+
+// Handler is a route function: one request in, one response out.
+type Handler func(env *Env, req *abi.Request) abi.Response
+
+// Info logs at info level with key/value attributes.
+func (e *Env) Info(msg string, kv ...string) { e.log(abi.LogInfo, msg, kv) }
+
+// Warn logs at warn level with key/value attributes.
+func (e *Env) Warn(msg string, kv ...string) { e.log(abi.LogWarn, msg, kv) }
+
+// Error logs at error level with key/value attributes.
+func (e *Env) Error(msg string, kv ...string) { e.log(abi.LogError, msg, kv) }
+
+func (e *Env) log(level uint8, msg string, kv []string) {
+	if e.Logger == nil {
+		return
+	}
+	rec := abi.LogRecord{Level: level, Message: msg}
+	for i := 0; i+1 < len(kv); i += 2 {
+		rec.Attrs = append(rec.Attrs, abi.Header{Name: kv[i], Value: kv[i+1]})
+	}
+	e.Logger.Log(&rec)
+}
+
+// MapConfig is a Config backed by a map, for tests and native callers.
+type MapConfig map[string]string
+
+// Get returns the setting or "".
+func (m MapConfig) Get(name string) string { return m[name] }

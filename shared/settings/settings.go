@@ -1,0 +1,89 @@
+// Package settings reads the deployment settings a function needs from its
+// host's configuration, with the defaults the README documents. Parsing
+// lives here once so every function reads a setting the same way.
+package settings
+
+import (
+	"strconv"
+	"time"
+
+	"decisiongateway/shared/platform"
+)
+
+// Upstream kinds (UPSTREAM_KIND).
+const (
+	KindVendor = "vendor"
+	KindEdge   = "edge"
+	KindRouter = "router"
+)
+
+// Response modes of X-Service-Response-Mode, one per upstream kind.
+var ResponseMode = map[string]string{
+	KindVendor: "vendor-native",
+	KindEdge:   "edge-runtime",
+	KindRouter: "router-adapted",
+}
+
+// Settings is the typed view of the configuration.
+type Settings struct {
+	Origin         string
+	UpstreamKind   string // "" when no upstream is configured
+	UpstreamURL    string
+	Emulator       bool // the upstream is the host's built-in emulator
+	DefaultModel   string
+	RateLimit      int
+	WelcomeCredits int
+	DocsURL        string
+	IdempotencyTTL time.Duration
+	Dev            bool
+}
+
+// Read loads the settings from c.
+func Read(c platform.Config) Settings {
+	s := Settings{
+		Origin:         or(c.Get("SERVICE_ORIGIN"), "http://127.0.0.1:8787"),
+		UpstreamKind:   c.Get("UPSTREAM_KIND"),
+		UpstreamURL:    c.Get("UPSTREAM_URL"),
+		Emulator:       c.Get("GATEWAY_EMULATOR") == "1",
+		RateLimit:      atoi(c.Get("SERVICE_RATE_LIMIT"), 120),
+		WelcomeCredits: atoi(c.Get("SERVICE_WELCOME_CREDITS"), 100),
+		DocsURL:        c.Get("SERVICE_DOCS_URL"),
+		IdempotencyTTL: 24 * time.Hour,
+		Dev:            c.Get("GATEWAY_DEV") == "1",
+	}
+	if d, err := time.ParseDuration(c.Get("SERVICE_IDEMPOTENCY_TTL")); err == nil && d > 0 {
+		s.IdempotencyTTL = d
+	}
+	s.DefaultModel = c.Get("SERVICE_DEFAULT_MODEL")
+	if s.DefaultModel == "" {
+		s.DefaultModel = DefaultModelFor(s.UpstreamKind)
+	}
+	if _, ok := ResponseMode[s.UpstreamKind]; !ok {
+		s.UpstreamKind = ""
+	}
+	return s
+}
+
+// DefaultModelFor is the model used when neither the request nor the
+// deployment names one (spec §2.1, §9.5).
+func DefaultModelFor(kind string) string {
+	if kind == KindEdge {
+		return "vendor/model"
+	}
+	return "model-latest"
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func atoi(v string, def int) int {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return def
+	}
+	return n
+}
