@@ -1,0 +1,135 @@
+// The fetch import: outbound HTTP for a module, with the policy of the wazero
+// host's egress package (wasm-host/egress), error texts included. The host,
+// not the module, owns the upstream secret, the allow-list, the deadline and
+// the size cap, so a bug in a function can neither leak the key nor send it
+// anywhere else, nor hang or exhaust the Worker on a bad upstream.
+
+/** Deadline of a fetch whose request names none. */
+export const DEFAULT_TIMEOUT_MS = 60_000;
+
+/** Largest response body accepted when the request names no limit. */
+export const DEFAULT_MAX_BYTES = 4 << 20;
+
+/** Request headers a module may not send: only the host authenticates. */
+const REQUEST_HEADERS_DROPPED = new Set(["authorization", "cookie", "host", "content-length"]);
+
+/** Response headers never handed back to a module. */
+const RESPONSE_HEADERS_DROPPED = new Set(["authorization", "set-cookie"]);
+
+/** origin returns scheme://host[:port] of a URL, lower-case, or "". */
+export function origin(raw) {
+  try {
+    const u = new URL(raw);
+    return u.host ? `${u.protocol}//${u.host}`.toLowerCase() : "";
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * egressPolicy derives what a deployment may reach from its settings: the
+ * origins of UPSTREAM_URL and MAIL_URL, and the one origin (the upstream's)
+ * that a credential is ever sent to.
+ */
+function egressPolicy(env) {
+  const upstream = origin((env.UPSTREAM_URL ?? "").replace(/\/+$/, ""));
+  const allowed = [upstream, origin(env.MAIL_URL ?? "")].filter(Boolean);
+  return { allowed, credentials: { upstream: env.UPSTREAM_API_KEY ?? "" }, credentialOrigin: upstream };
+}
+
+function failure(errKind, errMsg) {
+  return { status: 0, headers: [], body: null, errKind, errMsg };
+}
+
+/**
+ * hostFetch performs a decoded FetchRequest and returns a FetchResponse. It
+ * never throws: a request that produced no complete HTTP answer comes back
+ * with status 0 and an error kind (denied, timeout, connect, too_large).
+ * Redirects are returned as they are, never followed: following one could
+ * carry the credential to another origin.
+ */
+export async function hostFetch(r, env) {
+  const policy = egressPolicy(env);
+  const dest = origin(r.url);
+  if (dest === "" || !policy.allowed.includes(dest)) {
+    return failure("denied", `destination not allowed: ${dest}`);
+  }
+  const headers = new Headers();
+  for (const [name, value] of r.headers) {
+    if (!REQUEST_HEADERS_DROPPED.has(name.toLowerCase())) headers.append(name, value);
+  }
+  if (r.credential) {
+    const token = policy.credentials[r.credential];
+    if (token === undefined || dest !== policy.credentialOrigin) {
+      return failure("denied", "credential not available for this destination");
+    }
+    if (token) headers.set("authorization", `Bearer ${token}`);
+  }
+
+  const timeoutMs = r.timeoutMs || DEFAULT_TIMEOUT_MS;
+  const maxBytes = r.maxBytes || DEFAULT_MAX_BYTES;
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
+  const broken = () =>
+    controller.signal.aborted ? failure("timeout", "upstream did not answer in time") : failure("connect", "upstream connection failed");
+  try {
+    let resp;
+    try {
+      resp = await fetch(r.url, {
+        method: r.method || "GET",
+        headers,
+        body: r.body && r.body.length > 0 ? r.body : undefined,
+        redirect: "manual",
+        signal: controller.signal,
+      });
+    } catch {
+      return broken();
+    }
+    let body;
+    try {
+      body = await readCapped(resp, maxBytes);
+    } catch (e) {
+      if (e instanceof TooLarge) return failure("too_large", `response body over ${maxBytes} bytes`);
+      return broken();
+    }
+    const out = [];
+    for (const [name, value] of resp.headers) {
+      if (!RESPONSE_HEADERS_DROPPED.has(name)) out.push([name, value]);
+    }
+    return { status: resp.status, headers: out, body, errKind: "", errMsg: "" };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+class TooLarge extends Error {}
+
+/** readCapped reads the body, failing as soon as it passes maxBytes. */
+async function readCapped(resp, maxBytes) {
+  const declared = Number(resp.headers.get("content-length") ?? "NaN");
+  if (declared > maxBytes) {
+    await resp.body?.cancel();
+    throw new TooLarge();
+  }
+  if (!resp.body) return new Uint8Array(0);
+  const reader = resp.body.getReader();
+  const chunks = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > maxBytes) {
+      await reader.cancel();
+      throw new TooLarge();
+    }
+    chunks.push(value);
+  }
+  const body = new Uint8Array(total);
+  let off = 0;
+  for (const c of chunks) {
+    body.set(c, off);
+    off += c.length;
+  }
+  return body;
+}

@@ -1,0 +1,238 @@
+// The `gateway` imports of schema/abi.md on Workers, and the call into a
+// module's gateway_handle.
+//
+// The guest sees every import as a blocking call; here they are Promises
+// (fetch, the ledger, the AI binding). JSPI bridges the two: each answering
+// import is wrapped in WebAssembly.Suspending, which suspends the wasm stack
+// until its Promise settles, and gateway_handle is wrapped in
+// WebAssembly.promising, which turns the whole call into a Promise. A
+// suspended instance must not be entered again before it resumes; pool.js
+// guarantees that by lending an instance to one request at a time.
+//
+// Answering imports use the two-phase protocol of the ABI: the import returns
+// the result length n and writes the result at outPtr when n <= outCap;
+// otherwise the result waits here until the guest calls take(ptr, n) with a
+// buffer big enough.
+
+import * as abi from "./abi.js";
+import { Wasi } from "./wasi.js";
+import { Ledger } from "./ledger.js";
+import { config } from "./config.js";
+import { hostFetch } from "./fetch.js";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+const LOG_LEVELS = ["debug", "info", "warn", "error"];
+
+/** A module whose ABI version this host does not implement. */
+export class VersionError extends Error {
+  constructor(got) {
+    super(`module exports ABI version ${got}, this host implements ${abi.ABI_VERSION}`);
+    this.name = "VersionError";
+  }
+}
+
+/**
+ * Instance is one instantiated module with its host state. The per-request
+ * context (env, request id) is set by handle() for the duration of a call.
+ */
+export class Instance {
+  /**
+   * create instantiates module and runs its _initialize. It must run inside a
+   * request: the TinyGo runtime reads randomness and the clock while it
+   * initialises, which workerd refuses at global scope.
+   */
+  static async create(name, module) {
+    const self = new Instance(name);
+    const imports = {
+      wasi_snapshot_preview1: self.wasi.imports(module),
+      gateway: self.#gatewayImports(),
+    };
+    const inst = await WebAssembly.instantiate(module, imports);
+    self.exports = inst.exports;
+    self.wasi.bind(inst.exports.memory);
+    // promising lets a Suspending import run during initialisation too. The
+    // version is asked after it: TinyGo exports refuse calls before it.
+    if (inst.exports._initialize) await WebAssembly.promising(inst.exports._initialize)();
+    const version = inst.exports.gateway_abi_version?.();
+    if (version !== abi.ABI_VERSION) throw new VersionError(version);
+    self.handleExport = WebAssembly.promising(inst.exports.gateway_handle);
+    return self;
+  }
+
+  constructor(name) {
+    this.name = name;
+    this.wasi = new Wasi(name);
+    this.exports = null;
+    this.handleExport = null;
+    this.pending = null; // the result kept for take(), at most one
+    this.ctx = null;
+  }
+
+  #bytes() {
+    return new Uint8Array(this.exports.memory.buffer);
+  }
+
+  /** read copies [ptr, ptr+n) out of guest memory. */
+  #read(ptr, n) {
+    return this.#bytes().slice(ptr, ptr + n);
+  }
+
+  /**
+   * answer delivers a result: it writes it at outPtr when it fits, keeps it
+   * for take() otherwise, and returns its length either way. Guest memory is
+   * looked up afresh because the import may have suspended for a long time.
+   */
+  #answer(result, outPtr, outCap) {
+    if (result.length <= outCap) {
+      this.#bytes().set(result, outPtr);
+      this.pending = null;
+    } else {
+      this.pending = result;
+    }
+    return result.length;
+  }
+
+  /**
+   * answering wraps an async (request bytes) -> result bytes function as a
+   * Suspending import with the (reqPtr, reqLen, outPtr, outCap) -> n shape.
+   * The request is copied before the first await: nothing may hold a view of
+   * guest memory across a suspension.
+   */
+  #answering(fn) {
+    return new WebAssembly.Suspending(async (reqPtr, reqLen, outPtr, outCap) => {
+      const req = this.#read(reqPtr, reqLen);
+      const result = await fn(req);
+      return this.#answer(result, outPtr, outCap);
+    });
+  }
+
+  #gatewayImports() {
+    return {
+      ledger: this.#answering(async (req) => {
+        const batch = abi.decodeBatch(req);
+        const result = await this.#ledger().exec(batch);
+        return abi.encodeBatchResult(result);
+      }),
+      fetch: this.#answering(async (req) => {
+        const r = abi.decodeFetchRequest(req);
+        return abi.encodeFetchResponse(await hostFetch(r, this.#env()));
+      }),
+      ai: this.#answering(async (req) => {
+        const r = abi.decodeAIRequest(req);
+        return abi.encodeAIResponse(await runModel(r, this.#env()));
+      }),
+      // Settings are at hand, so config answers synchronously: no suspension.
+      config: (reqPtr, reqLen, outPtr, outCap) => {
+        const value = config(this.#env(), decoder.decode(this.#bytes().subarray(reqPtr, reqPtr + reqLen)));
+        return this.#answer(encoder.encode(value), outPtr, outCap);
+      },
+      log: (ptr, n) => this.#log(abi.decodeLogRecord(this.#read(ptr, n))),
+      take: (outPtr, n) => {
+        const p = this.pending;
+        if (p === null || p.length !== n) {
+          throw new Error(`take(${n}) without a pending result of that size`);
+        }
+        this.#bytes().set(p, outPtr);
+        this.pending = null;
+      },
+    };
+  }
+
+  /** The request's env; empty outside a request (during _initialize). */
+  #env() {
+    return this.ctx?.env ?? {};
+  }
+
+  #ledger() {
+    const env = this.#env();
+    if (!env.LIBSQL_URL) {
+      return { exec: async () => ({ error: "ledger: LIBSQL_URL is unset", steps: [] }) };
+    }
+    return ledgerFor(env.LIBSQL_URL, env.LIBSQL_AUTH_TOKEN ?? "");
+  }
+
+  #log(rec) {
+    const line = {
+      level: LOG_LEVELS[rec.level] ?? String(rec.level),
+      msg: rec.message,
+      function: this.name,
+      request_id: this.ctx?.requestId ?? "",
+    };
+    for (const [k, v] of rec.attrs) if (!(k in line)) line[k] = v;
+    const text = JSON.stringify(line);
+    if (rec.level >= 3) console.error(text);
+    else if (rec.level === 2) console.warn(text);
+    else console.log(text);
+  }
+
+  /**
+   * handle runs one request through the module and returns the decoded
+   * Response. ctx is { env, requestId }. It throws when the module traps;
+   * the caller must then discard this instance.
+   */
+  async handle(request, ctx) {
+    this.ctx = ctx;
+    this.pending = null;
+    try {
+      const msg = abi.encodeRequest(request);
+      const ptr = this.exports.gateway_alloc(msg.length);
+      this.#bytes().set(msg, ptr);
+      const packed = await this.handleExport(ptr, msg.length);
+      const outPtr = Number(BigInt.asUintN(64, packed) >> 32n);
+      const outLen = Number(BigInt.asUintN(32, packed));
+      if (outLen === 0) throw new Error("module returned an empty response");
+      return abi.decodeResponse(this.#read(outPtr, outLen));
+    } finally {
+      this.wasi.flush();
+      this.ctx = null;
+    }
+  }
+}
+
+// One Ledger per LIBSQL_URL and token for the life of the isolate: it holds no
+// connection, only the parsed endpoint.
+let cachedLedger = null;
+function ledgerFor(url, token) {
+  if (cachedLedger?.url !== url || cachedLedger?.token !== token) {
+    let ledger;
+    try {
+      ledger = new Ledger(url, token);
+    } catch (e) {
+      ledger = { exec: async () => ({ error: `ledger: ${e.message}`, steps: [] }) };
+    }
+    cachedLedger = { url, token, ledger };
+  }
+  return cachedLedger.ledger;
+}
+
+/**
+ * runModel calls the Workers AI binding, env.AI.run(model, inputs), and
+ * answers in the shape the wazero host gets from the Workers AI REST API
+ * ({"result":…,"success":…,"errors":[…]} with an HTTP status), so a function
+ * maps one answer shape on both hosts. As there, only a deployment whose
+ * upstream is "edge" has a model binding.
+ */
+async function runModel(r, env) {
+  if (env.UPSTREAM_KIND !== "edge" || typeof env.AI?.run !== "function") {
+    return { status: 0, output: null, errKind: "denied", errMsg: "no model binding configured" };
+  }
+  const rest = (status, result, errors) => ({
+    status,
+    output: encoder.encode(JSON.stringify({ result, success: errors.length === 0, errors, messages: [] })),
+    errKind: "",
+    errMsg: "",
+  });
+  let inputs;
+  try {
+    inputs = JSON.parse(decoder.decode(r.input));
+  } catch (e) {
+    return rest(400, null, [{ code: 400, message: `input is not JSON: ${e.message}` }]);
+  }
+  try {
+    return rest(200, (await env.AI.run(r.model, inputs)) ?? null, []);
+  } catch (e) {
+    return rest(502, null, [{ code: 502, message: String(e?.message ?? e) }]);
+  }
+}

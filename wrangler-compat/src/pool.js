@@ -1,0 +1,136 @@
+// Warm instances of each module, so a request does not pay instantiation and
+// the TinyGo runtime's initialisation.
+//
+// An instance serves one request at a time: a request that suspends in an
+// import (a ledger round trip, say) holds its instance until it finishes, and
+// a concurrent request gets another one. Entering a suspended instance would
+// run Go code on a stack that is in the middle of another call, so this must
+// never happen. An instance whose call threw (a trap, a panic, a bad message)
+// may have broken memory and is dropped, never reused.
+//
+// As in the wazero host, the number of instances bounds a function's
+// concurrency: a request that finds them all busy waits for one until its
+// deadline, then gets 503 overloaded.
+
+import { Instance } from "./host.js";
+
+/** Live instances of one module in one isolate. Each costs its linear memory. */
+export const MAX_INSTANCES = 16;
+
+/** No instance became free before the request's deadline. */
+export class Overloaded extends Error {
+  constructor(name) {
+    super(`no instance of ${name} became free before the deadline`);
+    this.name = "Overloaded";
+  }
+}
+
+/** The call ran past its deadline. */
+export class DeadlineExceeded extends Error {
+  constructor(name, ms) {
+    super(`${name} did not answer within ${ms} ms`);
+    this.name = "DeadlineExceeded";
+  }
+}
+
+/** Pool holds the instances of one compiled module. */
+export class Pool {
+  constructor(name, module) {
+    this.name = name;
+    this.module = module;
+    this.idle = [];
+    this.live = 0; // instances created and not discarded, idle or busy
+    this.waiters = []; // resolve functions of requests waiting for a slot
+  }
+
+  /**
+   * run lends an instance to fn for one request and takes it back when fn
+   * settles; if fn throws, the instance is discarded and the error rethrown.
+   * timeoutMs bounds the whole request, the wait for an instance included.
+   * When it passes during the call, run throws DeadlineExceeded and writes
+   * the instance off at once: wasm cannot be interrupted, and a call
+   * suspended on an import may never resume once the request is gone.
+   */
+  async run(fn, timeoutMs) {
+    const deadline = Date.now() + timeoutMs;
+    const inst = await this.#acquire(deadline);
+    let state = "running"; // then "ok", "failed" or "expired"
+    const work = (async () => fn(inst))();
+    work.then(
+      () => this.#release(inst, state === "running" ? (state = "ok") : state),
+      () => this.#release(inst, state === "running" ? (state = "failed") : state),
+    );
+    let timer;
+    const expiry = new Promise((_, reject) => {
+      timer = setTimeout(
+        () => {
+          if (state !== "running") return;
+          state = "expired";
+          this.#free();
+          reject(new DeadlineExceeded(this.name, timeoutMs));
+        },
+        Math.max(0, deadline - Date.now()),
+      );
+    });
+    try {
+      return await Promise.race([work, expiry]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #acquire(deadline) {
+    for (;;) {
+      const inst = this.idle.pop();
+      if (inst) return inst;
+      if (this.live < MAX_INSTANCES) {
+        this.live++;
+        try {
+          return await Instance.create(this.name, this.module);
+        } catch (e) {
+          this.#free();
+          throw e;
+        }
+      }
+      if (!(await this.#wait(deadline))) throw new Overloaded(this.name);
+    }
+  }
+
+  /** wait resolves true when an instance or a slot may be free, false at the deadline. */
+  #wait(deadline) {
+    return new Promise((resolve) => {
+      const waiter = (ok) => {
+        clearTimeout(timer);
+        resolve(ok);
+      };
+      const timer = setTimeout(
+        () => {
+          this.waiters = this.waiters.filter((w) => w !== waiter);
+          resolve(false);
+        },
+        Math.max(0, deadline - Date.now()),
+      );
+      this.waiters.push(waiter);
+    });
+  }
+
+  #wake() {
+    this.waiters.shift()?.(true);
+  }
+
+  /** free gives up an instance's slot. */
+  #free() {
+    this.live--;
+    this.#wake();
+  }
+
+  #release(inst, state) {
+    if (state === "expired") return; // already written off
+    if (state === "ok") {
+      this.idle.push(inst);
+      this.#wake();
+      return;
+    }
+    this.#free();
+  }
+}

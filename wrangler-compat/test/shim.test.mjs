@@ -1,0 +1,160 @@
+// Unit tests of the shim's pure parts under Node's test runner (run by
+// units_test.go): settings, durations, routing, the WASI clock, and the
+// fetch policy against a local HTTP server standing in for the upstream.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+
+import { config, isSecret } from "../src/config.js";
+import { parseDuration } from "../src/duration.js";
+import { match } from "../src/router.js";
+import { hostFetch } from "../src/fetch.js";
+import { parseLibsqlURL } from "../src/ledger.js";
+import { Wasi } from "../src/wasi.js";
+
+test("config never reads a secret, even one on the allow-list", () => {
+  const env = {
+    SERVICE_RATE_LIMIT: "7",
+    SERVICE_WELCOME_CREDITS: 5,
+    UPSTREAM_URL: "https://up.test/v1",
+    UPSTREAM_API_KEY: "sk",
+    LIBSQL_URL: "libsql://db",
+    LIBSQL_AUTH_TOKEN: "t",
+    MAIL_API_KEY: "m",
+    OTHER_SECRET: "s",
+    RANDOM_SETTING: "r",
+    AI: { run() {} },
+  };
+  assert.equal(config(env, "SERVICE_RATE_LIMIT"), "7");
+  assert.equal(config(env, "SERVICE_WELCOME_CREDITS"), "5");
+  assert.equal(config(env, "UPSTREAM_URL"), "https://up.test/v1");
+  for (const name of ["UPSTREAM_API_KEY", "LIBSQL_URL", "LIBSQL_AUTH_TOKEN", "MAIL_API_KEY", "OTHER_SECRET", "RANDOM_SETTING", "AI", "toString", "__proto__"]) {
+    assert.equal(config(env, name), "", name);
+  }
+  assert.ok(isSecret("X_TOKEN") && isSecret("X_KEY") && isSecret("X_SECRET") && !isSecret("SERVICE_DOCS_URL"));
+});
+
+test("durations parse as Go's time.ParseDuration does", () => {
+  assert.equal(parseDuration("30s"), 30_000);
+  assert.equal(parseDuration("1m30s"), 90_000);
+  assert.equal(parseDuration("250ms"), 250);
+  assert.equal(parseDuration("1.5h"), 5_400_000);
+  assert.equal(parseDuration("0"), 0);
+  for (const bad of ["", "30", "s", "1x", "1s x"]) assert.ok(Number.isNaN(parseDuration(bad)), bad);
+});
+
+test("routes match as in the wazero host", () => {
+  const table = [
+    { method: "GET", pattern: "/api/service/keys", function: "keys" },
+    { method: "POST", pattern: "/api/service/keys", function: "keys" },
+    { method: "DELETE", pattern: "/api/service/keys/:id", function: "keys" },
+  ];
+  assert.equal(match(table, "GET", "/api/service/keys").route.function, "keys");
+  assert.equal(match(table, "HEAD", "/api/service/keys").route.method, "GET");
+  assert.equal(match(table, "DELETE", "/api/service/keys/k1").route.pattern, "/api/service/keys/:id");
+  assert.deepEqual(match(table, "PUT", "/api/service/keys"), { route: null, allow: ["GET", "POST"] });
+  assert.deepEqual(match(table, "DELETE", "/api/service/keys/"), { route: null, allow: [] });
+  assert.deepEqual(match(table, "GET", "/api/service/keys/k1/x"), { route: null, allow: [] });
+});
+
+test("LIBSQL_URL forms map to the Hrana endpoint", () => {
+  assert.deepEqual(parseLibsqlURL("libsql://127.0.0.1:8080?tls=0"), { base: "http://127.0.0.1:8080", token: "" });
+  assert.deepEqual(parseLibsqlURL("libsql://db.example.test?authToken=abc"), { base: "https://db.example.test", token: "abc" });
+  assert.deepEqual(parseLibsqlURL("http://127.0.0.1:8080/"), { base: "http://127.0.0.1:8080", token: "" });
+  assert.deepEqual(parseLibsqlURL("https://db.example.test"), { base: "https://db.example.test", token: "" });
+  assert.throws(() => parseLibsqlURL("file:.data/ledger.db"), /not supported on Workers/);
+});
+
+test("the monotonic clock is never 0 and always increases", () => {
+  const memory = new WebAssembly.Memory({ initial: 1 });
+  const module = new WebAssembly.Module(minimalModuleImporting("clock_time_get"));
+  const wasi = new Wasi("t");
+  const ns = wasi.imports(module);
+  wasi.bind(memory);
+  const view = new DataView(memory.buffer);
+  let last = 0n;
+  for (let i = 0; i < 1000; i++) {
+    assert.equal(ns.clock_time_get(1, 0n, 8), 0);
+    const t = view.getBigUint64(8, true);
+    assert.ok(t > last, `reading ${i}: ${t} after ${last}`);
+    last = t;
+  }
+});
+
+/** A module with one wasi_snapshot_preview1 function import, to drive Wasi.imports. */
+function minimalModuleImporting(name) {
+  const enc = new TextEncoder();
+  const str = (s) => [s.length, ...enc.encode(s)];
+  const mod = str("wasi_snapshot_preview1");
+  const fn = str(name);
+  const typeSec = [0x01, 0x04, 0x01, 0x60, 0x00, 0x00];
+  const importBody = [0x01, ...mod, ...fn, 0x00, 0x00];
+  return new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, ...typeSec, 0x02, importBody.length, ...importBody]);
+}
+
+/** upstream starts a local HTTP server that answers with handler. */
+async function upstream(handler) {
+  const server = createServer(handler);
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${server.address().port}`;
+  return {
+    url,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((r) => server.close(r));
+    },
+  };
+}
+
+const fetchReq = (url, more = {}) => ({ method: "GET", url, headers: [], body: null, timeoutMs: 0, maxBytes: 0, credential: "", ...more });
+
+test("fetch adds the upstream key for the upstream only, and never returns it", async () => {
+  let seen;
+  const up = await upstream((req, res) => {
+    seen = req.headers.authorization;
+    res.setHeader("authorization", "echo");
+    res.setHeader("x-kept", "1");
+    res.end("ok");
+  });
+  try {
+    const env = { UPSTREAM_URL: `${up.url}/v1/`, UPSTREAM_API_KEY: "sk-test" };
+    const r = await hostFetch(fetchReq(`${up.url}/v1/service`, { credential: "upstream", headers: [["authorization", "Bearer forged"]] }), env);
+    assert.equal(r.status, 200);
+    assert.equal(seen, "Bearer sk-test");
+    assert.ok(!r.headers.some(([n]) => n === "authorization"));
+    assert.ok(r.headers.some(([n, v]) => n === "x-kept" && v === "1"));
+    assert.equal(new TextDecoder().decode(r.body), "ok");
+
+    const forged = await hostFetch(fetchReq(`${up.url}/v1/service`, { headers: [["authorization", "Bearer forged"]] }), env);
+    assert.equal(seen, undefined, "a module's own Authorization header is dropped");
+    assert.equal(forged.status, 200);
+
+    const elsewhere = await hostFetch(fetchReq("http://127.0.0.1:1/x", { credential: "upstream" }), env);
+    assert.deepEqual([elsewhere.status, elsewhere.errKind], [0, "denied"]);
+    const mail = await hostFetch(fetchReq("https://mail.test/send", { credential: "upstream" }), { ...env, MAIL_URL: "https://mail.test" });
+    assert.deepEqual([mail.errKind, mail.errMsg], ["denied", "credential not available for this destination"]);
+  } finally {
+    await up.close();
+  }
+});
+
+test("fetch failures come back as timeout, too_large and connect", async () => {
+  const up = await upstream((req, res) => {
+    if (req.url === "/slow") setTimeout(() => res.end("late"), 2000).unref();
+    else res.end("x".repeat(1000));
+  });
+  try {
+    const env = { UPSTREAM_URL: up.url };
+    const slow = await hostFetch(fetchReq(`${up.url}/slow`, { timeoutMs: 100 }), env);
+    assert.deepEqual([slow.status, slow.errKind], [0, "timeout"]);
+    const big = await hostFetch(fetchReq(`${up.url}/big`, { maxBytes: 999 }), env);
+    assert.deepEqual([big.status, big.errKind, big.errMsg], [0, "too_large", "response body over 999 bytes"]);
+    const fits = await hostFetch(fetchReq(`${up.url}/big`, { maxBytes: 1000 }), env);
+    assert.equal(fits.body.length, 1000);
+  } finally {
+    await up.close();
+  }
+  const gone = await hostFetch(fetchReq(`${up.url}/x`), { UPSTREAM_URL: up.url });
+  assert.deepEqual([gone.status, gone.errKind], [0, "connect"]);
+});
