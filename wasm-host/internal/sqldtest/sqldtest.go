@@ -1,0 +1,210 @@
+// Package sqldtest starts a real libSQL server (sqld) for tests, so ledger
+// code is tested against the server it meets in production rather than a fake.
+//
+// The binary is found through $SQLD_BIN or, failing that, at the path where
+// scripts/install-sqld.sh puts it. A missing binary fails the test instead of
+// skipping it: a silently skipped backend would let a server-only bug through.
+package sqldtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Version is the sqld release installed by scripts/install-sqld.sh.
+const Version = "0.24.1-pre.42"
+
+// readyTimeout bounds how long Start waits for /health. sqld is ready in
+// well under a second on an idle machine; the margin is for a loaded CI box.
+const readyTimeout = 30 * time.Second
+
+// Binary returns the sqld executable to use: $SQLD_BIN when set, otherwise
+// the installer's cache path ($DG_CACHE or ~/.cache/decision-gateway). It
+// returns an error naming the installer when no executable is there.
+func Binary() (string, error) {
+	if p := os.Getenv("SQLD_BIN"); p != "" {
+		if isExecutable(p) {
+			return p, nil
+		}
+		return "", fmt.Errorf("SQLD_BIN=%s is not an executable file", p)
+	}
+	cache := os.Getenv("DG_CACHE")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no SQLD_BIN and no home directory: %w", err)
+		}
+		cache = filepath.Join(home, ".cache", "decision-gateway")
+	}
+	p := filepath.Join(cache, "sqld-"+Version, "sqld")
+	if !isExecutable(p) {
+		return "", fmt.Errorf("sqld not found at %s and SQLD_BIN is unset: run scripts/install-sqld.sh", p)
+	}
+	return p, nil
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// Start launches sqld on a free loopback port with a fresh database in a
+// temporary directory and returns its base URL (http://127.0.0.1:PORT). The
+// server is killed when the test ends; its log is attached to the test output
+// if the test failed.
+func Start(t testing.TB) string {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The port is found by binding :0 and releasing it, so another process
+	// can take it before sqld does. A lost race shows up as sqld exiting
+	// early, and is retried on a new port.
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		url, err := start(t, bin, port)
+		if err == nil {
+			return url
+		}
+		lastErr = err
+	}
+	t.Fatalf("sqld did not start: %v", lastErr)
+	return ""
+}
+
+func start(t testing.TB, bin string, port int) (string, error) {
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	dir := t.TempDir()
+	log := &syncBuffer{}
+	cmd := exec.Command(bin,
+		"--db-path", filepath.Join(dir, "data.sqld"),
+		"--http-listen-addr", addr,
+		"--no-welcome",
+	)
+	cmd.Dir = dir
+	cmd.Stdout = log
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("start %s: %w", bin, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	stop := func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+
+	url := "http://" + addr
+	if err := waitHealthy(url, addr, log, exited); err != nil {
+		stop()
+		return "", fmt.Errorf("%w; sqld log:\n%s", err, log.String())
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("sqld %s log:\n%s", url, log.String())
+		}
+	})
+	return url, nil
+}
+
+// waitHealthy polls GET /health until it answers 200, sqld exits, or
+// readyTimeout passes. A 200 alone is not enough: if another process already
+// holds the port, our sqld exits while that process answers /health, and the
+// test would run against someone else's database. So the answer only counts
+// once our sqld has logged that it listens on addr, which it does only after
+// binding, and while it is still running.
+func waitHealthy(url, addr string, log *syncBuffer, exited <-chan struct{}) error {
+	bound := "listening for incoming user HTTP connection on " + addr
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/health", nil)
+		if strings.Contains(log.String(), bound) {
+			if resp, err := client.Do(req); err == nil {
+				resp.Body.Close()
+				select {
+				case <-exited:
+				default:
+					if resp.StatusCode == http.StatusOK {
+						return nil
+					}
+				}
+			}
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("sqld exited before it was healthy")
+		case <-ctx.Done():
+			return fmt.Errorf("sqld not healthy at %s after %s", url, readyTimeout)
+		case <-tick.C:
+		}
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Backend is one ledger backend for a table-driven test.
+type Backend struct {
+	Name string // "embedded" or "sqld"
+	URL  string // a LIBSQL_URL value
+}
+
+// Backends returns a fresh embedded database file and a fresh sqld, so a
+// test can run the same assertions against both. Both are removed when the
+// test ends.
+func Backends(t testing.TB) []Backend {
+	t.Helper()
+	return []Backend{
+		{Name: "embedded", URL: "file:" + filepath.Join(t.TempDir(), "ledger.db")},
+		{Name: "sqld", URL: Start(t)},
+	}
+}
+
+// syncBuffer collects sqld's output; the process writes from its own
+// goroutines while a failing test may read it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,67 @@
+package sqldtest
+
+import (
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestStartServesHealth(t *testing.T) {
+	url := Start(t)
+	resp, err := http.Get(url + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/health: %s", resp.Status)
+	}
+}
+
+func TestTwoServersAreIndependent(t *testing.T) {
+	if a, b := Start(t), Start(t); a == b {
+		t.Fatalf("both servers at %s", a)
+	}
+}
+
+func TestBinaryNamesTheInstaller(t *testing.T) {
+	t.Setenv("SQLD_BIN", "")
+	t.Setenv("DG_CACHE", t.TempDir())
+	if _, err := Binary(); err == nil || !strings.Contains(err.Error(), "scripts/install-sqld.sh") {
+		t.Errorf("missing binary: %v", err)
+	}
+	t.Setenv("SQLD_BIN", filepath.Join(t.TempDir(), "nope"))
+	if _, err := Binary(); err == nil {
+		t.Error("SQLD_BIN naming a missing file was accepted")
+	}
+	exe := filepath.Join(t.TempDir(), "sqld")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SQLD_BIN", exe)
+	if got, err := Binary(); err != nil || got != exe {
+		t.Errorf("SQLD_BIN: got %q, %v", got, err)
+	}
+}
+
+// If the chosen port is already served by something that answers /health,
+// start must notice that its own sqld could not bind, not report success.
+func TestStartRefusesSomeoneElsesPort(t *testing.T) {
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}
+	go srv.Serve(l)
+	defer srv.Close()
+	if url, err := start(t, bin, l.Addr().(*net.TCPAddr).Port); err == nil {
+		t.Fatalf("start claimed %s, a port another server holds", url)
+	}
+}

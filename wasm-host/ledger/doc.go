@@ -1,0 +1,43 @@
+// Package ledger is the host side of the `ledger` import: it runs the SQL
+// batches that route functions send, against the libSQL database named by
+// LIBSQL_URL (an embedded file, a sqld server, or Turso).
+//
+// The contract is the one in schema/abi.md, "Ledger batches": a batch is
+// atomic, its steps run in order, a step runs only when all its conditions
+// hold, and on any SQL error nothing is committed and only the error is
+// returned.
+//
+// Why it is built the way it is:
+//
+//   - One writer per Executor. Every batch takes the database's write lock
+//     (BEGIN IMMEDIATE), and sqld answers a second concurrent writer with
+//     "database is locked" or makes it wait, so running batches in parallel
+//     from one host buys nothing but contention. A single goroutine owns the
+//     writing and callers hand it their batches.
+//   - Group commit. While one transaction runs, new batches queue up; the
+//     writer then runs all queued batches (up to maxGroup) in one transaction
+//     and one COMMIT. Each batch still sees the effects of the batches before
+//     it, exactly as if they had committed one by one. If one batch hits an
+//     SQL error, the transaction is rolled back, that batch alone gets the
+//     error, and the others are run again without it, so a failing batch
+//     never changes another's outcome.
+//   - A batch of one statement, alone in its group, runs without BEGIN and
+//     COMMIT: SQLite makes a single statement atomic by itself, and over HTTP
+//     each of those is a round trip to the server.
+//   - Retries. SQLITE_BUSY ("database is locked") from another host, before
+//     anything committed, is retried with jittered exponential backoff for as
+//     long as the caller's context allows.
+//   - Query or Exec. database/sql gives either a statement's rows or its
+//     changes count, not both, so the executor decides from the SQL text:
+//     statements that return rows (SELECT, VALUES, PRAGMA, EXPLAIN,
+//     WITH … SELECT, and any … RETURNING) use Query, the rest use Exec. A
+//     RETURNING statement reports its row count as rows affected, which is
+//     what SQLite changed; a SELECT reports 0.
+//
+// Values come back as the SQLite storage class they have: integer, real,
+// text, blob or null. One exception comes from the drivers, not from SQLite:
+// text stored in a column declared DATE, DATETIME or TIMESTAMP is parsed into
+// a time by both drivers and comes back as text in the form
+// "2006-01-02 15:04:05.999999999" (UTC) rather than byte for byte. Ledger
+// tables should store times as INTEGER unix seconds or in TEXT columns.
+package ledger

@@ -1,0 +1,256 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"time"
+
+	"decisiongateway/shared/abi"
+)
+
+// write is the executor's single writer. It takes the first queued batch,
+// adds whatever else is already queued (group commit), and runs them in one
+// transaction, until Close.
+func (e *Executor) write() {
+	defer close(e.stopped)
+	defer e.closeConn()
+	for {
+		var first *job
+		select {
+		case first = <-e.queue:
+		case <-e.closing:
+			return
+		}
+		if group := e.gather(first); len(group) > 0 {
+			e.commit(group)
+		}
+	}
+}
+
+// gather takes first and up to maxGroup-1 more batches that are already
+// waiting. It never waits for more to arrive: a lone batch is not delayed.
+func (e *Executor) gather(first *job) []*job {
+	group := make([]*job, 0, min(e.maxGroup, 1+len(e.queue)))
+	take := func(j *job) {
+		if j.state.CompareAndSwap(jobQueued, jobTaken) {
+			group = append(group, j)
+		}
+	}
+	take(first)
+	for len(group) < e.maxGroup {
+		select {
+		case j := <-e.queue:
+			take(j)
+		default:
+			return group
+		}
+	}
+	return group
+}
+
+// stage says where a transaction attempt failed, which decides whether the
+// failure belongs to one batch, to the whole group, or leaves the outcome
+// unknown.
+type stage uint8
+
+const (
+	stageBegin  stage = iota
+	stageStep         // a statement inside the transaction failed
+	stageCommit       // COMMIT failed
+	stageAlone        // a lone statement run without BEGIN … COMMIT failed
+)
+
+// transportRetries is how many times a group is retried after the
+// connection failed before COMMIT (nothing was committed, so retrying is
+// safe); a server that stays unreachable fails the batches after that.
+const transportRetries = 2
+
+// commit runs a group until every batch in it has an outcome.
+func (e *Executor) commit(group []*job) {
+	var (
+		bo         backoff
+		start      = time.Now()
+		transports = 0
+	)
+	for {
+		group = dropExpired(group)
+		if len(group) == 0 {
+			return
+		}
+		a := e.attempt(group)
+		switch {
+		case a.err == nil:
+			for i, j := range group {
+				j.finish(abi.BatchResult{Steps: a.steps[i]})
+			}
+			return
+
+		case isBusy(a.err):
+			// Another host holds the write lock; nothing was committed.
+			if time.Since(start) > busyBudget {
+				finishAll(group, failed("ledger: database stayed locked for %s: %s", busyBudget, message(a.err)))
+				return
+			}
+			if !sleep(bo.next(), e.closing) {
+				finishAll(group, abi.BatchResult{Err: ErrClosed.Error()})
+				return
+			}
+
+		case (a.stage == stageStep || a.stage == stageAlone) && !isTransport(a.err):
+			// An SQL error belongs to the batch that ran the statement. The
+			// others were rolled back with it and run again without it.
+			group[a.job].finish(failed("ledger: step %d: %s", a.step, message(a.err)))
+			group = append(group[:a.job:a.job], group[a.job+1:]...)
+
+		case a.stage == stageCommit && !isTransport(a.err):
+			// COMMIT itself refused (a deferred constraint, say) and rolled
+			// back; it cannot say which batch is at fault, so each is run in
+			// a transaction of its own.
+			if len(group) == 1 {
+				group[0].finish(failed("ledger: commit: %s", message(a.err)))
+				return
+			}
+			for _, j := range group {
+				e.commit([]*job{j})
+			}
+			return
+
+		case a.stage == stageCommit || a.stage == stageAlone && !group[0].shapes[0].readOnly:
+			// The connection broke while COMMIT (or a lone writing statement)
+			// was in flight: the server may have committed. Retrying could
+			// apply the batches twice.
+			finishAll(group, failed("ledger: commit outcome unknown: %s", message(a.err)))
+			return
+
+		default:
+			// The connection failed before COMMIT: nothing was committed.
+			transports++
+			if transports > transportRetries {
+				finishAll(group, failed("ledger: %s", message(a.err)))
+				return
+			}
+			if !sleep(bo.next(), e.closing) {
+				finishAll(group, abi.BatchResult{Err: ErrClosed.Error()})
+				return
+			}
+		}
+	}
+}
+
+// attempt is the outcome of one transaction over a group.
+type attempt struct {
+	steps [][]abi.StepResult // per batch, when err is nil
+	err   error
+	stage stage
+	job   int // with stageStep: the batch whose statement failed
+	step  int // and its step
+}
+
+// attempt runs every batch of group, in order, in one transaction on the
+// writer's connection.
+func (e *Executor) attempt(group []*job) attempt {
+	ctx, cancel := context.WithTimeout(context.Background(), txTimeout)
+	defer cancel()
+	conn, err := e.writerConn(ctx)
+	if err != nil {
+		return attempt{err: err, stage: stageBegin}
+	}
+	defer func() { e.connIdle = time.Now() }()
+	if len(group) == 1 && len(group[0].steps) == 1 {
+		// SQLite runs every statement atomically on its own, so a lone
+		// one-statement batch needs no BEGIN and COMMIT. Over HTTP that is
+		// one round trip instead of three, and most reads are one SELECT.
+		steps, _, err := runBatch(ctx, conn, group[0])
+		if err != nil {
+			return attempt{err: err, stage: stageAlone}
+		}
+		return attempt{steps: [][]abi.StepResult{steps}}
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		if !isBusy(err) {
+			e.discardConn() // its state is unknown; do not give it to the next attempt
+		}
+		return attempt{err: err, stage: stageBegin}
+	}
+	out := make([][]abi.StepResult, len(group))
+	for i, j := range group {
+		steps, k, err := runBatch(ctx, conn, j)
+		if err != nil {
+			e.rollback()
+			return attempt{err: err, stage: stageStep, job: i, step: k}
+		}
+		out[i] = steps
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		e.rollback()
+		return attempt{err: err, stage: stageCommit}
+	}
+	return attempt{steps: out}
+}
+
+// streamIdle is how long the writer keeps an unused connection. A sqld
+// connection is a Hrana stream, which the server expires after some idle
+// seconds; a connection idle for longer is replaced before use rather than
+// found dead. Keeping it otherwise saves opening a stream per transaction.
+const streamIdle = 3 * time.Second
+
+// writerConn returns the connection the writer keeps between transactions,
+// opening one if it has none or the one it has sat idle too long.
+func (e *Executor) writerConn(ctx context.Context) (*sql.Conn, error) {
+	if e.conn != nil && time.Since(e.connIdle) > streamIdle {
+		e.closeConn()
+	}
+	if e.conn == nil {
+		c, err := e.db.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		e.conn = c
+	}
+	return e.conn, nil
+}
+
+// rollback ends a failed transaction. If that fails too, the connection is
+// discarded so that no later batch runs inside the remains of this one.
+func (e *Executor) rollback() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := e.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		e.discardConn()
+	}
+}
+
+// discardConn makes database/sql close the writer's connection instead of
+// pooling it.
+func (e *Executor) discardConn() {
+	if e.conn != nil {
+		_ = e.conn.Raw(func(any) error { return driver.ErrBadConn })
+		e.closeConn()
+	}
+}
+
+func (e *Executor) closeConn() {
+	if e.conn != nil {
+		_ = e.conn.Close()
+		e.conn = nil
+	}
+}
+
+func dropExpired(group []*job) []*job {
+	live := group[:0]
+	for _, j := range group {
+		if err := j.ctx.Err(); err != nil {
+			j.finish(failed("ledger: %v", err))
+			continue
+		}
+		live = append(live, j)
+	}
+	return live
+}
+
+func finishAll(group []*job, res abi.BatchResult) {
+	for _, j := range group {
+		j.finish(res)
+	}
+}

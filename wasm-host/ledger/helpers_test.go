@@ -1,0 +1,74 @@
+package ledger
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/wasm-host/internal/sqldtest"
+)
+
+// eachBackend runs f against a fresh embedded file and a fresh real sqld.
+func eachBackend(t *testing.T, f func(t *testing.T, url string)) {
+	t.Helper()
+	for _, b := range sqldtest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) { f(t, b.URL) })
+	}
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func openT(t testing.TB, url string) *Executor {
+	t.Helper()
+	e, err := Open(testCtx(t), url, "")
+	if err != nil {
+		t.Fatalf("Open(%s): %v", url, err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// run executes steps as one batch and fails the test on a batch error.
+func run(t testing.TB, e *Executor, steps ...abi.Statement) []abi.StepResult {
+	t.Helper()
+	res := e.Exec(testCtx(t), &abi.Batch{Steps: steps})
+	if res.Err != "" {
+		t.Fatalf("batch failed: %s", res.Err)
+	}
+	if len(res.Steps) != len(steps) {
+		t.Fatalf("got %d step results for %d steps", len(res.Steps), len(steps))
+	}
+	return res.Steps
+}
+
+// query runs one statement and returns its rows.
+func query(t testing.TB, e *Executor, sql string, args ...abi.Value) [][]abi.Value {
+	t.Helper()
+	return run(t, e, stmt(sql, args...))[0].Rows
+}
+
+// scalar runs one statement and returns its first cell as an integer.
+func scalar(t testing.TB, e *Executor, sql string, args ...abi.Value) int64 {
+	t.Helper()
+	rows := query(t, e, sql, args...)
+	if len(rows) == 0 {
+		t.Fatalf("%s: no rows", sql)
+	}
+	return rows[0][0].AsInt()
+}
+
+func stmt(sql string, args ...abi.Value) abi.Statement {
+	return abi.Statement{SQL: sql, Args: args}
+}
+
+func when(s abi.Statement, conds ...abi.Cond) abi.Statement {
+	s.When = conds
+	return s
+}
+
+func batchOf(steps ...abi.Statement) *abi.Batch { return &abi.Batch{Steps: steps} }

@@ -1,0 +1,223 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	neturl "net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tursodatabase/libsql-client-go/libsql"
+	_ "modernc.org/sqlite" // registers "sqlite", which libsql-client-go uses for file: URLs
+)
+
+// DefaultURL is the ledger used when LIBSQL_URL is unset: an embedded SQLite
+// file under the working directory, so `make run` needs no server.
+const DefaultURL = "file:.data/ledger.db"
+
+// ErrClosed is reported for batches sent after Close.
+var ErrClosed = errors.New("ledger: executor closed")
+
+// embeddedPragmas are set on every embedded connection. WAL lets a second
+// host (or an operator's sqlite3 shell) read while the gateway writes;
+// busy_timeout makes SQLite wait for another process's write lock instead of
+// failing at once; synchronous=NORMAL and foreign_keys=ON are what sqld runs
+// with, so both backends behave alike (NORMAL in WAL mode never corrupts the
+// file; a power cut may drop the last commits, not tear one).
+var embeddedPragmas = []string{
+	"busy_timeout(5000)",
+	"journal_mode(WAL)",
+	"synchronous(NORMAL)",
+	"foreign_keys(1)",
+}
+
+// Executor runs ledger batches against one database. It is safe for
+// concurrent use; batches are executed one transaction at a time by a single
+// writer goroutine (see the package comment). Close it when done.
+type Executor struct {
+	db       *sql.DB
+	remote   bool
+	maxGroup int // batches per transaction; 1 turns group commit off
+	queue    chan *job
+	closing  chan struct{} // closed by Close
+	stopped  chan struct{} // closed when the writer has returned
+	closeMu  sync.Once
+	closeErr error
+
+	// Owned by the writer goroutine.
+	conn     *sql.Conn // kept between transactions; nil when none
+	connIdle time.Time // when conn last finished a transaction
+}
+
+// defaultMaxGroup bounds how many queued batches share one transaction. It
+// keeps a transaction short (sqld aborts transactions held for 5 s, and
+// another host waits for the lock meanwhile) while still amortising BEGIN and
+// COMMIT across a burst.
+const defaultMaxGroup = 32
+
+// txTimeout bounds one transaction attempt, whatever the callers' deadlines:
+// once a batch has been taken into a transaction it runs to an outcome rather
+// than being cut off half way, so its caller learns what happened.
+const txTimeout = 10 * time.Second
+
+// Open connects to the ledger at url:
+//
+//	file:PATH            embedded SQLite (modernc.org/sqlite, no cgo); the
+//	                     directory is created; "" means DefaultURL
+//	http://HOST:PORT     sqld over Hrana HTTP
+//	libsql://HOST:PORT?tls=0  the same, in libSQL's spelling
+//	libsql://HOST        Turso or any sqld behind TLS
+//
+// authToken is sent as a bearer token to remote servers and ignored for
+// files. Open checks that the database answers before returning.
+func Open(ctx context.Context, url, authToken string) (*Executor, error) {
+	return open(ctx, url, authToken, defaultMaxGroup)
+}
+
+// open is Open with the group size as a parameter, for benchmarks that
+// compare group commit (maxGroup > 1) with one transaction per batch.
+func open(ctx context.Context, url, authToken string, maxGroup int) (*Executor, error) {
+	if url == "" {
+		url = DefaultURL
+	}
+	var (
+		connector driver.Connector
+		remote    bool
+		err       error
+	)
+	if strings.HasPrefix(url, "file:") {
+		connector, err = embeddedConnector(url)
+	} else {
+		remote = true
+		connector, err = remoteConnector(url, authToken)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %s: %w", redact(url), err)
+	}
+	db := sql.OpenDB(connector)
+	// One connection is all the single writer needs. For a file it keeps
+	// every statement on the connection that holds the pragmas; for sqld it
+	// is one Hrana stream.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	// A query, not PingContext: libsql-client-go's HTTP connection does not
+	// implement driver.Pinger, so a ping would not reach the server.
+	var one int
+	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger: %s: %w", redact(url), err)
+	}
+	e := &Executor{
+		db:       db,
+		remote:   remote,
+		maxGroup: max(maxGroup, 1),
+		queue:    make(chan *job, 4*defaultMaxGroup),
+		closing:  make(chan struct{}),
+		stopped:  make(chan struct{}),
+	}
+	go e.write()
+	return e, nil
+}
+
+// Close stops accepting batches, lets the transaction in progress finish,
+// and closes the database. Batches still queued fail with ErrClosed.
+func (e *Executor) Close() error {
+	e.closeMu.Do(func() {
+		close(e.closing)
+		<-e.stopped
+		e.closeErr = e.db.Close()
+	})
+	return e.closeErr
+}
+
+// embeddedConnector prepares a file: URL for modernc.org/sqlite through
+// libsql-client-go: it creates the file's directory and adds the pragmas the
+// caller did not set.
+func embeddedConnector(url string) (driver.Connector, error) {
+	rest := strings.TrimPrefix(url, "file:")
+	path, query, _ := strings.Cut(rest, "?")
+	if strings.HasPrefix(path, "//") {
+		// file:///abs/path; file://host/path is refused by libsql-client-go.
+		path = strings.TrimPrefix(path, "//")
+	}
+	q, err := neturl.ParseQuery(query)
+	if err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return nil, errors.New("no file path")
+	}
+	if path != ":memory:" && q.Get("mode") != "memory" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	set := map[string]bool{}
+	for _, p := range q["_pragma"] {
+		name, _, _ := strings.Cut(p, "(")
+		name, _, _ = strings.Cut(name, "=")
+		set[strings.ToLower(strings.TrimSpace(name))] = true
+	}
+	extra := []string{}
+	for _, p := range embeddedPragmas {
+		name, _, _ := strings.Cut(p, "(")
+		if !set[name] {
+			extra = append(extra, "_pragma="+neturl.QueryEscape(p))
+		}
+	}
+	dsn := url
+	if len(extra) > 0 {
+		sep := "?"
+		if strings.Contains(url, "?") {
+			sep = "&"
+		}
+		dsn += sep + strings.Join(extra, "&")
+	}
+	return libsql.NewConnector(dsn)
+}
+
+// remoteConnector builds a Hrana-over-HTTP connector. libsql-client-go
+// refuses a tls query parameter on NewConnector and wants an option instead,
+// so ?tls=0/1 is moved from the URL into WithTls.
+func remoteConnector(url, authToken string) (driver.Connector, error) {
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return nil, err
+	}
+	switch u.Scheme {
+	case "http", "https", "libsql":
+	default:
+		return nil, fmt.Errorf("unsupported scheme %q (want file:, http://, https:// or libsql://)", u.Scheme)
+	}
+	var opts []libsql.Option
+	q := u.Query()
+	if q.Has("tls") {
+		switch q.Get("tls") {
+		case "0":
+			opts = append(opts, libsql.WithTls(false))
+		case "1":
+			opts = append(opts, libsql.WithTls(true))
+		default:
+			return nil, fmt.Errorf("tls=%q: want 0 or 1", q.Get("tls"))
+		}
+		q.Del("tls")
+		u.RawQuery = q.Encode()
+	}
+	if authToken != "" {
+		opts = append(opts, libsql.WithAuthToken(authToken))
+	}
+	return libsql.NewConnector(u.String(), opts...)
+}
+
+// redact drops the query of a URL for error messages, in case a token was
+// put there against advice.
+func redact(url string) string {
+	base, _, _ := strings.Cut(url, "?")
+	return base
+}

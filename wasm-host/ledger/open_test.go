@@ -1,0 +1,68 @@
+package ledger
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"decisiongateway/wasm-host/internal/sqldtest"
+)
+
+func TestOpenAcceptsEveryURLSpelling(t *testing.T) {
+	dir := t.TempDir()
+	server := sqldtest.Start(t)
+	for _, url := range []string{
+		"file:" + filepath.Join(dir, "a", "b", "ledger.db"), // directories are created
+		"file://" + filepath.Join(dir, "abs.db"),            // file:///abs/path
+		server,
+		"libsql://" + strings.TrimPrefix(server, "http://") + "?tls=0",
+	} {
+		e := openT(t, url)
+		if got := scalar(t, e, "SELECT 41 + 1"); got != 42 {
+			t.Errorf("%s: SELECT 41 + 1 = %d", url, got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a", "b", "ledger.db")); err != nil {
+		t.Errorf("embedded file not created: %v", err)
+	}
+}
+
+func TestOpenDefaultsToDataDirectory(t *testing.T) {
+	t.Chdir(t.TempDir())
+	e := openT(t, "")
+	run(t, e, stmt("CREATE TABLE t (x)"))
+	if _, err := os.Stat(filepath.Join(".data", "ledger.db")); err != nil {
+		t.Fatalf("default ledger not at .data/ledger.db: %v", err)
+	}
+}
+
+func TestOpenRefusesBadURLs(t *testing.T) {
+	for _, url := range []string{
+		"postgres://localhost/db",
+		"libsql://localhost:1?tls=2",
+		"http://127.0.0.1:1", // nothing listens: Open checks the server answers
+	} {
+		if e, err := Open(testCtx(t), url, ""); err == nil {
+			e.Close()
+			t.Errorf("%s: accepted", url)
+		}
+	}
+}
+
+// The embedded file is configured to behave like sqld: foreign keys on, WAL.
+func TestBackendsShareSettings(t *testing.T) {
+	eachBackend(t, func(t *testing.T, url string) {
+		e := openT(t, url)
+		if fk := scalar(t, e, "PRAGMA foreign_keys"); fk != 1 {
+			t.Errorf("foreign_keys = %d, want 1", fk)
+		}
+		if mode := query(t, e, "PRAGMA journal_mode")[0][0].AsString(); mode != "wal" {
+			t.Errorf("journal_mode = %s, want wal", mode)
+		}
+		run(t, e, stmt("CREATE TABLE p (id INTEGER PRIMARY KEY)"), stmt("CREATE TABLE c (p INTEGER REFERENCES p (id))"))
+		if res := e.Exec(testCtx(t), batchOf(stmt("INSERT INTO c VALUES (7)"))); res.Err == "" {
+			t.Error("insert violating a foreign key succeeded")
+		}
+	})
+}
