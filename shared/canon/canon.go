@@ -1,0 +1,210 @@
+// Package canon computes the canonical form of a decision request, its
+// fingerprint and its credit cost (spec §3.1, §4.1, §8), and inserts a
+// default model into request text without reserialising it (§2.2 rule 3).
+//
+// Two requests are the same request, for idempotency and for billing, when
+// their canonical forms are equal. The canonical form keeps what a request
+// means and drops how it was written:
+//
+//   - no whitespace; object members sorted by their decoded keys, compared
+//     as UTF-8 bytes; array order kept (a rubric's order is meaningful);
+//   - strings decoded and re-encoded one way: only '"', '\\' and the
+//     control characters U+0000–U+001F are escaped (as \b \t \n \f \r or
+//     \u00xx), everything else is literal UTF-8;
+//   - numbers by exact decimal value (see appendNumber): 1e2 == 100 ==
+//     100.0, -0 == 0, and high-precision numbers that share a float64 stay
+//     different;
+//   - the root member "model" set to the effective model, so an omitted
+//     model and the deployment default written out are the same request.
+//
+// The input must be a body that package validate accepted (valid UTF-8,
+// no duplicate keys, no lone surrogate escapes); canon relies on that and
+// does not check it again.
+package canon
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/valyala/fastjson"
+)
+
+// ErrNotRequest is returned for text that is not a JSON object with valid
+// numbers; it cannot happen for a body package validate accepted.
+var ErrNotRequest = errors.New("canon: body is not a validated JSON object")
+
+// Encoder computes canonical forms with reusable memory: after warm-up,
+// Append does not allocate beyond growing dst. The zero value is ready. An
+// Encoder is not safe for concurrent use.
+type Encoder struct {
+	p       fastjson.Parser
+	members []member
+	num     []byte
+}
+
+type member struct {
+	key string
+	val *fastjson.Value
+}
+
+// Append appends the canonical form of body with effectiveModel as its root
+// "model" member. An empty effectiveModel keeps the body's own model member,
+// if any, as it is.
+func (e *Encoder) Append(dst, body []byte, effectiveModel string) ([]byte, error) {
+	root, err := e.p.ParseBytes(body)
+	if err != nil {
+		return dst, ErrNotRequest
+	}
+	o := root.GetObject()
+	if o == nil {
+		return dst, ErrNotRequest
+	}
+	e.members = e.members[:0]
+	out, ok := e.object(dst, o, effectiveModel, true)
+	if !ok {
+		return dst, ErrNotRequest
+	}
+	return out, nil
+}
+
+// Append is Encoder.Append on a fresh Encoder, for callers that
+// canonicalise rarely.
+func Append(dst, body []byte, effectiveModel string) ([]byte, error) {
+	var e Encoder
+	return e.Append(dst, body, effectiveModel)
+}
+
+// Fingerprint is the lower-case hex SHA-256 of a canonical form: the key of
+// an idempotency record's request.
+func Fingerprint(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
+// billingUnit is the number of canonical bytes one credit covers per
+// question (spec §8).
+const billingUnit = 4096
+
+// Cost is the credit price of a decision: questions × ⌈canonicalLen / 4096⌉
+// (spec §8, billing on the parsed canonical request of §4.1 rule 2). Since
+// canonical text has no whitespace, reformatting a body never changes its
+// price.
+func Cost(questions, canonicalLen int) int {
+	if questions <= 0 || canonicalLen <= 0 {
+		return 0
+	}
+	return questions * ((canonicalLen + billingUnit - 1) / billingUnit)
+}
+
+func (e *Encoder) value(dst []byte, v *fastjson.Value) ([]byte, bool) {
+	switch v.Type() {
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		return e.object(dst, o, "", false)
+	case fastjson.TypeArray:
+		dst = append(dst, '[')
+		for i, x := range v.GetArray() {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var ok bool
+			if dst, ok = e.value(dst, x); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, ']'), true
+	case fastjson.TypeString:
+		s, _ := v.StringBytes()
+		return appendString(dst, str(s)), true
+	case fastjson.TypeNumber:
+		// MarshalTo of a number copies its text unchanged; the copy goes
+		// into reusable scratch memory instead of a new string.
+		e.num = v.MarshalTo(e.num[:0])
+		return appendNumber(dst, str(e.num))
+	case fastjson.TypeTrue:
+		return append(dst, "true"...), true
+	case fastjson.TypeFalse:
+		return append(dst, "false"...), true
+	case fastjson.TypeNull:
+		return append(dst, "null"...), true
+	}
+	return dst, false
+}
+
+// object writes o with sorted members. Members of open objects share one
+// stack in e.members, so nesting costs no per-object slice.
+func (e *Encoder) object(dst []byte, o *fastjson.Object, model string, root bool) ([]byte, bool) {
+	base := len(e.members)
+	defer func() { e.members = e.members[:base] }()
+	o.Visit(func(k []byte, v *fastjson.Value) {
+		if root && model != "" && string(k) == "model" {
+			return // replaced by the effective model below
+		}
+		e.members = append(e.members, member{str(k), v})
+	})
+	if root && model != "" {
+		e.members = append(e.members, member{key: "model"})
+	}
+	ms := e.members[base:]
+	slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	dst = append(dst, '{')
+	for i, m := range ms {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, m.key)
+		dst = append(dst, ':')
+		if m.val == nil {
+			dst = appendString(dst, model)
+			continue
+		}
+		var ok bool
+		if dst, ok = e.value(dst, m.val); !ok {
+			return dst, false
+		}
+	}
+	return append(dst, '}'), true
+}
+
+// str views parser-owned bytes as a string without copying; they are not
+// written again before the next parse.
+func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a canonical JSON string: only what JSON
+// requires is escaped, with the short escapes where JSON has them.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

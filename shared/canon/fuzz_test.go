@@ -1,0 +1,42 @@
+package canon
+
+import (
+	"encoding/json"
+	"testing"
+
+	"decisiongateway/shared/validate"
+)
+
+// FuzzCanonicalFormIsStable checks, for every body the validator accepts,
+// that the canonical form is valid JSON, is a fixed point (canonicalising it
+// again changes nothing) and does not depend on the Encoder's history.
+//
+//	go test -run='^$' -fuzz=FuzzCanonicalFormIsStable -fuzztime=30s ./shared/canon
+func FuzzCanonicalFormIsStable(f *testing.F) {
+	for _, s := range []string{
+		`{"state":null,"questions":{"q":{"type":"noul"}}}`,
+		`{"model":"m","state":[1e2,-0,0.5e-7,123456789e20,"\u00e9\ud83d\ude00\n"],"questions":{"b":{"type":"noul"},"a":{"type":"score","criteria":[1,2]}}}`,
+		`{"state":{"z":{"\u0000":1e-400,"":[]}},"questions":{"q":{"type":"choice","criteria":{"x":{}}}},"ext":true}`,
+	} {
+		f.Add([]byte(s))
+	}
+	var v validate.Validator
+	var reused Encoder
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if _, err := v.Validate(body); err != nil {
+			return
+		}
+		once, err := reused.Append(nil, body, "model-latest")
+		if err != nil {
+			t.Fatalf("validated body not canonicalised: %v", err)
+		}
+		if !json.Valid(once) {
+			t.Fatalf("canonical form is not JSON: %s", once)
+		}
+		fresh, _ := Append(nil, body, "model-latest")
+		twice, err := Append(nil, once, "model-latest")
+		if err != nil || string(twice) != string(once) || string(fresh) != string(once) {
+			t.Fatalf("unstable canonical form:\n%s\n%s\n%s", once, twice, fresh)
+		}
+	})
+}

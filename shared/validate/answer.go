@@ -1,0 +1,189 @@
+package validate
+
+import (
+	"math"
+
+	"github.com/valyala/fastjson"
+)
+
+// tolerance is the two-decimal display tolerance of spec §2.3 rule 3, plus
+// room for the float64 rounding of the sums themselves.
+const tolerance = 0.01 + 1e-9
+
+// maxAnswerDepth bounds the nesting of an upstream answer. The spec sets no
+// limit for answers; this is the deepest nesting fastjson's parser follows
+// (it counts the scalar leaves as a level too, hence the minus one), so
+// extension fields may nest deeply but never deeper than the parser can go.
+const maxAnswerDepth = fastjson.MaxDepth - 1
+
+// ValidateAnswer checks an upstream success body against the validated
+// request it answers (spec §2.3, §2.4): a JSON object with a string model, an
+// answers object with exactly one entry per question, each entry shaped for
+// its question type, and an optional usage object. Unknown members are
+// allowed anywhere. The body is not modified and not rebuilt; a failure is
+// code invalid_upstream_answer (status 502).
+//
+// req must come from the last Validate call on the same Validator; checking
+// an answer does not invalidate it.
+func (v *Validator) ValidateAnswer(req *Request, body []byte) *Error {
+	if se := v.s.scan(body, maxAnswerDepth); se.code != "" {
+		return v.fail(codeInvalidUpstream, nil, "the answer is not acceptable JSON: "+v.failScan(se).Message)
+	}
+	root, err := v.ap.ParseBytes(body)
+	if err != nil { // unreachable after the scan; fails closed if fastjson changes
+		return v.fail(codeInvalidUpstream, nil, "the answer is not valid JSON")
+	}
+	o := root.GetObject()
+	if o == nil {
+		return v.fail(codeInvalidUpstream, nil, "the answer must be a JSON object")
+	}
+	if _, ok := stringOf(o.Get("model")); !ok {
+		return v.fail(codeInvalidUpstream, seg1("model"), "must be a string")
+	}
+	if u := o.Get("usage"); u != nil && u.Type() != fastjson.TypeNull {
+		uo := u.GetObject()
+		if uo == nil {
+			return v.fail(codeInvalidUpstream, seg1("usage"), "must be an object")
+		}
+		for _, k := range [...]string{"input_tokens", "output_tokens"} {
+			t := uo.Get(k)
+			if t == nil || t.Type() == fastjson.TypeNull {
+				continue // unknown, stays unknown in the ledger
+			}
+			if n, ok := number(t); !ok || n < 0 || n != math.Trunc(n) {
+				return v.fail(codeInvalidUpstream, append(seg1("usage"), pathSeg{key: k, idx: -1}), "must be a non-negative integer")
+			}
+		}
+	}
+	as := o.Get("answers").GetObject()
+	if as == nil || as.Len() != len(req.Questions) {
+		return v.fail(codeInvalidUpstream, seg1("answers"), "must be an object with exactly one entry per question")
+	}
+	for i := range req.Questions {
+		if e := v.answer(&req.Questions[i], as.Get(req.Questions[i].Name)); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func seg1(k string) []pathSeg { return []pathSeg{{key: k, idx: -1}} }
+
+// answer checks the entry of one question.
+func (v *Validator) answer(q *Question, a *fastjson.Value) *Error {
+	at := func(k string) []pathSeg {
+		p := []pathSeg{{key: "answers", idx: -1}, {key: q.Name, idx: -1}}
+		if k != "" {
+			p = append(p, pathSeg{key: k, idx: -1})
+		}
+		return p
+	}
+	o := a.GetObject()
+	if o == nil {
+		return v.fail(codeInvalidUpstream, at(""), "missing answer object")
+	}
+	if t, _ := stringOf(o.Get("type")); t != q.Type.String() {
+		return v.fail(codeInvalidUpstream, at("type"), `must be "`+q.Type.String()+`"`)
+	}
+	if q.Type == Noul {
+		if n, ok := number(o.Get("noul")); !ok || n < 0 || n > 1 {
+			return v.fail(codeInvalidUpstream, at("noul"), "must be a number from 0 to 1")
+		}
+		return nil
+	}
+	if _, ok := number(o.Get("confidence")); !ok {
+		return v.fail(codeInvalidUpstream, at("confidence"), "must be a number")
+	}
+
+	ps := o.Get("probabilities").GetObject()
+	want := len(q.Options)
+	if q.Type == Score {
+		want = q.Levels
+	}
+	if ps == nil || ps.Len() != want {
+		return v.fail(codeInvalidUpstream, at("probabilities"), "must be an object with one entry per "+q.Type.optionWord())
+	}
+	if q.Type == Choice {
+		v.t.set.fill(len(q.Options), func(i int) string { return q.Options[i] })
+	}
+	// Keys are distinct (duplicates were rejected) and as many as wanted, so
+	// each being a wanted key makes the two sets equal.
+	var sum, weighted float64
+	base := len(v.t.entries)
+	defer func() { v.t.entries = v.t.entries[:base] }()
+	for _, m := range v.t.members(ps) {
+		var idx int
+		if q.Type == Choice && !v.t.set.has(m.key) || q.Type == Score && !levelIndex(m.key, q.Levels, &idx) {
+			return v.fail(codeInvalidUpstream, at("probabilities"), "key "+quote(m.key)+" is not a "+q.Type.optionWord()+" of the question")
+		}
+		p, ok := number(m.val)
+		if !ok || p < 0 || p > 1 {
+			return v.fail(codeInvalidUpstream, append(at("probabilities"), pathSeg{key: m.key, idx: -1}), "must be a number from 0 to 1")
+		}
+		sum += p
+		weighted += float64(idx) * p
+	}
+	if math.Abs(sum-1) > tolerance {
+		return v.fail(codeInvalidUpstream, at("probabilities"), "must sum to 1")
+	}
+
+	if q.Type == Choice {
+		if c, ok := stringOf(o.Get("choice")); !ok || !v.t.set.has(c) {
+			return v.fail(codeInvalidUpstream, at("choice"), "must be one of the option names")
+		}
+		return nil
+	}
+
+	s, ok := number(o.Get("score"))
+	if !ok || s < 0 || s > float64(q.Levels-1) || math.Abs(s-weighted) > tolerance {
+		return v.fail(codeInvalidUpstream, at("score"), "must be the probability-weighted level index")
+	}
+	lg := o.Get("legend").GetObject()
+	if lg == nil || lg.Len() != q.Levels {
+		return v.fail(codeInvalidUpstream, at("legend"), "must be an object with one entry per level")
+	}
+	for _, m := range v.t.members(lg) {
+		var idx int
+		if !levelIndex(m.key, q.Levels, &idx) {
+			return v.fail(codeInvalidUpstream, at("legend"), "key "+quote(m.key)+" is not a level of the question")
+		}
+		if _, ok := stringOf(m.val); !ok {
+			return v.fail(codeInvalidUpstream, append(at("legend"), pathSeg{key: m.key, idx: -1}), "must be a string")
+		}
+	}
+	return nil
+}
+
+func (t QuestionType) optionWord() string {
+	if t == Score {
+		return "level"
+	}
+	return "option"
+}
+
+// number returns the value of a JSON number. The scan already bounded it to
+// the finite float64 range.
+func number(v *fastjson.Value) (float64, bool) {
+	if v == nil || v.Type() != fastjson.TypeNumber {
+		return 0, false
+	}
+	f, err := v.Float64()
+	return f, err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
+}
+
+// levelIndex parses a level key: the decimal index without sign or leading
+// zeros ("0" to "9" for ten levels), below levels.
+func levelIndex(k string, levels int, idx *int) bool {
+	if k == "" || len(k) > 1 && k[0] == '0' || len(k) > 4 {
+		return false
+	}
+	n := 0
+	for i := 0; i < len(k); i++ {
+		if !isDigit(k[i]) {
+			return false
+		}
+		n = n*10 + int(k[i]-'0')
+	}
+	*idx = n
+	return n < levels
+}
