@@ -200,7 +200,7 @@ func freeAddr(t testing.TB) string {
 const sqldVersion = "0.24.1-pre.42"
 
 // startSqld starts a real libSQL server on a fresh database and returns its
-// http URL. It stands in for wasm-host/internal/sqldtest, which Go's
+// http URL. It stands in for wasm-host/sqldtest, which Go's
 // internal-package rule keeps out of reach of this directory; it finds the
 // binary the same way ($SQLD_BIN, else the installer's cache path).
 func startSqld(t testing.TB) string {

@@ -37,7 +37,7 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 		w.Null()
 	} else {
 		w.FieldString("kind", s.UpstreamKind)
-		w.FieldString("responseMode", settings.ResponseMode[s.UpstreamKind])
+		w.FieldString("responseMode", settings.ResponseMode(s.UpstreamKind))
 	}
 	w.FieldBool("emulator", s.Emulator)
 	w.Close('}')

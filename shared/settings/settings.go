@@ -17,11 +17,19 @@ const (
 	KindRouter = "router"
 )
 
-// Response modes of X-Service-Response-Mode, one per upstream kind.
-var ResponseMode = map[string]string{
-	KindVendor: "vendor-native",
-	KindEdge:   "edge-runtime",
-	KindRouter: "router-adapted",
+// ResponseMode is the X-Service-Response-Mode of an upstream kind, or ""
+// for an unknown kind. (A switch, not a map: TinyGo maps cost ~350 ns a
+// lookup.)
+func ResponseMode(kind string) string {
+	switch kind {
+	case KindVendor:
+		return "vendor-native"
+	case KindEdge:
+		return "edge-runtime"
+	case KindRouter:
+		return "router-adapted"
+	}
+	return ""
 }
 
 // Settings is the typed view of the configuration.
@@ -58,7 +66,7 @@ func Read(c platform.Config) Settings {
 	if s.DefaultModel == "" {
 		s.DefaultModel = DefaultModelFor(s.UpstreamKind)
 	}
-	if _, ok := ResponseMode[s.UpstreamKind]; !ok {
+	if ResponseMode(s.UpstreamKind) == "" {
 		s.UpstreamKind = ""
 	}
 	return s

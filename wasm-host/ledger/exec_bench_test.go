@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/internal/sqldtest"
+	"decisiongateway/wasm-host/sqldtest"
 )
 
 // BenchmarkExec measures one 3-step batch (conditional debit, guarded ledger

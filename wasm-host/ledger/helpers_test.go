@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/internal/sqldtest"
+	"decisiongateway/wasm-host/sqldtest"
 )
 
 // eachBackend runs f against a fresh embedded file and a fresh real sqld.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"decisiongateway/wasm-host/internal/sqldtest"
+	"decisiongateway/wasm-host/sqldtest"
 )
 
 func TestOpenAcceptsEveryURLSpelling(t *testing.T) {

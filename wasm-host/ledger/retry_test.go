@@ -10,7 +10,7 @@ import (
 	"github.com/tursodatabase/libsql-client-go/libsql"
 
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/internal/sqldtest"
+	"decisiongateway/wasm-host/sqldtest"
 )
 
 // holdWriteLock takes the database's write lock from a separate connection,

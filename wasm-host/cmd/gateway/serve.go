@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"decisiongateway/wasm-host/app"
+	"decisiongateway/wasm-host/hostconfig"
+)
+
+func serve(log *slog.Logger, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	dev := fs.Bool("dev", false, "run the built-in upstream emulator and keep a mail outbox")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := hostconfig.FromEnv()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *dev {
+		if err := startDev(ctx, cfg, log); err != nil {
+			return err
+		}
+	}
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close(context.Background())
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	log.Info("serving", "addr", "http://"+ln.Addr().String(), "ledger", redactURL(cfg.LedgerURL), "upstream_kind", cfg.UpstreamKind, "functions", len(a.Functions), "dev", *dev)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	// Graceful: stop accepting, let in-flight requests (and their ledger
+	// settlements) finish within the request timeout.
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.RequestTimeout+5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// startDev marks the configuration as a development host. The upstream
+// emulator is wired here once it exists.
+func startDev(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) error {
+	cfg.Dev = true
+	cfg.Set("GATEWAY_DEV", "1")
+	return nil
+}
+
+// redactURL drops credentials and query from a URL before it is logged.
+func redactURL(raw string) string {
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == '?' {
+			return raw[:i]
+		}
+	}
+	return raw
+}

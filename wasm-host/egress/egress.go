@@ -1,0 +1,169 @@
+// Package egress is the host's outbound HTTP for the fetch and ai imports.
+// Guests never hold secrets or sockets: they name a credential and the host
+// adds it here after checking the destination against an allow-list, so a
+// bug in a function cannot send the operator's key anywhere else.
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"decisiongateway/shared/abi"
+)
+
+// Defaults applied when a FetchRequest leaves them at zero.
+const (
+	DefaultTimeout  = 60 * time.Second
+	DefaultMaxBytes = 4 << 20
+)
+
+// Client performs guest fetches.
+type Client struct {
+	// Allowed are the origins (scheme://host:port) a guest may reach.
+	Allowed []string
+	// Credentials maps a credential name to the Bearer token it stands for.
+	Credentials map[string]string
+	// CredentialOrigin is the only origin a credential is sent to.
+	CredentialOrigin string
+	HTTP             *http.Client
+}
+
+// New returns a Client; credentials are only ever sent to credentialOrigin.
+func New(allowed []string, credentials map[string]string, credentialOrigin string) *Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return &Client{
+		Allowed:          allowed,
+		Credentials:      credentials,
+		CredentialOrigin: credentialOrigin,
+		HTTP: &http.Client{
+			Transport: t,
+			// A redirect is returned to the guest as it is, never followed:
+			// following it could carry the credential to another origin.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+}
+
+// Origin returns scheme://host[:port] of a URL, or "".
+func Origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
+}
+
+func (c *Client) allowed(origin string) bool {
+	for _, a := range c.Allowed {
+		if a == origin {
+			return true
+		}
+	}
+	return false
+}
+
+// Fetch performs r. It never returns an error: failures are ErrKinds, which
+// is what the guest needs to choose a platform error.
+func (c *Client) Fetch(ctx context.Context, r *abi.FetchRequest) abi.FetchResponse {
+	origin := Origin(r.URL)
+	if origin == "" || !c.allowed(origin) {
+		return abi.FetchResponse{ErrKind: abi.FetchErrDenied, ErrMsg: "destination not allowed: " + origin}
+	}
+	timeout := DefaultTimeout
+	if r.TimeoutMS > 0 {
+		timeout = time.Duration(r.TimeoutMS) * time.Millisecond
+	}
+	maxBytes := int64(DefaultMaxBytes)
+	if r.MaxBytes > 0 {
+		maxBytes = int64(r.MaxBytes)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var body io.Reader
+	if len(r.Body) > 0 {
+		body = strings.NewReader(string(r.Body))
+	}
+	req, err := http.NewRequestWithContext(ctx, or(r.Method, "GET"), r.URL, body)
+	if err != nil {
+		return abi.FetchResponse{ErrKind: abi.FetchErrDenied, ErrMsg: err.Error()}
+	}
+	for _, h := range r.Headers {
+		if h.Name == "authorization" || h.Name == "cookie" || h.Name == "host" {
+			continue // only the host authenticates, and only with a named credential
+		}
+		req.Header.Add(h.Name, h.Value)
+	}
+	if r.Credential != "" {
+		token, ok := c.Credentials[r.Credential]
+		if !ok || origin != c.CredentialOrigin {
+			return abi.FetchResponse{ErrKind: abi.FetchErrDenied, ErrMsg: "credential not available for this destination"}
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return failure(ctx, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
+	if err != nil {
+		return failure(ctx, err)
+	}
+	if int64(len(data)) > maxBytes {
+		return abi.FetchResponse{ErrKind: abi.FetchErrTooLarge, ErrMsg: fmt.Sprintf("response body over %d bytes", maxBytes)}
+	}
+	out := abi.FetchResponse{Status: resp.StatusCode, Body: data}
+	for name, values := range resp.Header {
+		lname := strings.ToLower(name)
+		if lname == "authorization" || lname == "set-cookie" {
+			continue
+		}
+		for _, v := range values {
+			out.Headers = append(out.Headers, abi.Header{Name: lname, Value: v})
+		}
+	}
+	return out
+}
+
+func failure(ctx context.Context, err error) abi.FetchResponse {
+	var ne net.Error
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return abi.FetchResponse{ErrKind: abi.FetchErrTimeout, ErrMsg: "upstream did not answer in time"}
+	}
+	return abi.FetchResponse{ErrKind: abi.FetchErrConnect, ErrMsg: "upstream connection failed"}
+}
+
+// RunAI calls the model binding in the Workers AI REST shape:
+// POST {base}/run/{model} with the input JSON, answering
+// {"result":…,"success":…,"errors":[…]}. The raw answer is returned; the
+// function maps it.
+func (c *Client) RunAI(ctx context.Context, base string, a *abi.AIRequest) abi.AIResponse {
+	if base == "" {
+		return abi.AIResponse{ErrKind: abi.FetchErrDenied, ErrMsg: "no model binding configured"}
+	}
+	res := c.Fetch(ctx, &abi.FetchRequest{
+		Method:     "POST",
+		URL:        base + "/run/" + a.Model,
+		Headers:    abi.Headers{{Name: "content-type", Value: "application/json"}},
+		Body:       a.Input,
+		Credential: abi.CredentialUpstream,
+	})
+	return abi.AIResponse{Status: res.Status, Output: res.Body, ErrKind: res.ErrKind, ErrMsg: res.ErrMsg}
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

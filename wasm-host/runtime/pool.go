@@ -1,0 +1,179 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"decisiongateway/shared/abi"
+)
+
+// ErrOverloaded means no instance became free before the request's deadline.
+var ErrOverloaded = errors.New("runtime: no free instance before the deadline")
+
+// Function is a module with its pool of warm instances. Each instance serves
+// one request at a time, because a guest blocked in an import must never be
+// re-entered; the pool size bounds the function's concurrency.
+type Function struct {
+	module *Module
+	size   int
+	idle   chan *instance
+	slots  chan struct{} // one token per live instance
+
+	created   atomic.Int64
+	discarded atomic.Int64
+	recycled  atomic.Int64
+	inUse     atomic.Int64
+	peakInUse atomic.Int64
+	mu        sync.Mutex
+	closed    bool
+}
+
+// NewFunction creates a pool of at most size instances for m and warms
+// `warm` of them now, so the first requests pay no instantiation.
+func NewFunction(ctx context.Context, m *Module, size, warm int) (*Function, error) {
+	if size < 1 {
+		return nil, fmt.Errorf("runtime: pool size %d < 1", size)
+	}
+	f := &Function{module: m, size: size, idle: make(chan *instance, size), slots: make(chan struct{}, size)}
+	for i := 0; i < warm && i < size; i++ {
+		f.slots <- struct{}{}
+		inst, err := f.newInstance(ctx)
+		if err != nil {
+			<-f.slots
+			return nil, err
+		}
+		f.idle <- inst
+	}
+	return f, nil
+}
+
+// Name is the function's name.
+func (f *Function) Name() string { return f.module.name }
+
+// Stats is a snapshot of the pool's counters.
+type Stats struct {
+	Size, Idle                                     int
+	Created, Discarded, Recycled, InUse, PeakInUse int64
+}
+
+// Stats reports the pool's counters.
+func (f *Function) Stats() Stats {
+	return Stats{
+		Size: f.size, Idle: len(f.idle),
+		Created: f.created.Load(), Discarded: f.discarded.Load(), Recycled: f.recycled.Load(),
+		InUse: f.inUse.Load(), PeakInUse: f.peakInUse.Load(),
+	}
+}
+
+func (f *Function) newInstance(ctx context.Context) (*instance, error) {
+	inst, err := f.module.instantiate(context.WithoutCancel(ctx))
+	if err != nil {
+		return nil, err
+	}
+	f.created.Add(1)
+	return inst, nil
+}
+
+// acquire returns an idle instance, creates one while the pool has room, or
+// waits for either until ctx ends.
+func (f *Function) acquire(ctx context.Context) (*instance, error) {
+	select {
+	case inst := <-f.idle:
+		return inst, nil
+	default:
+	}
+	select {
+	case inst := <-f.idle:
+		return inst, nil
+	case f.slots <- struct{}{}:
+		inst, err := f.newInstance(ctx)
+		if err != nil {
+			<-f.slots
+			return nil, err
+		}
+		return inst, nil
+	case <-ctx.Done():
+		return nil, ErrOverloaded
+	}
+}
+
+func (f *Function) release(inst *instance) {
+	f.mu.Lock()
+	closed := f.closed
+	f.mu.Unlock()
+	if closed {
+		f.discard(inst)
+		return
+	}
+	if inst.mod.Memory().Size() > f.module.engine.recycle {
+		// The arena is full: replace the instance off the request path, so
+		// the next caller finds a warm one instead of paying instantiation.
+		inst.close(context.Background())
+		f.recycled.Add(1)
+		go func() {
+			fresh, err := f.newInstance(context.Background())
+			if err != nil {
+				<-f.slots
+				return
+			}
+			f.idle <- fresh
+		}()
+		return
+	}
+	f.idle <- inst
+}
+
+// discard closes an instance whose state can no longer be trusted (it
+// trapped, panicked or hit the deadline) and frees its slot.
+func (f *Function) discard(inst *instance) {
+	inst.close(context.Background())
+	f.discarded.Add(1)
+	<-f.slots
+}
+
+// Handle runs req on a pooled instance. A guest failure returns an error and
+// the instance is discarded, never reused.
+func (f *Function) Handle(ctx context.Context, req *abi.Request) (abi.Response, error) {
+	inst, err := f.acquire(ctx)
+	if err != nil {
+		return abi.Response{}, err
+	}
+	n := f.inUse.Add(1)
+	for {
+		p := f.peakInUse.Load()
+		if n <= p || f.peakInUse.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	defer f.inUse.Add(-1)
+	c := &inst.state // reused: its buffers grow once and stay
+	c.function, c.requestID = f.module.name, req.RequestID
+	resp, err := inst.call(ctx, c, req)
+	if err != nil {
+		f.discard(inst)
+		if ctx.Err() != nil {
+			return abi.Response{}, fmt.Errorf("%w: %v", context.Cause(ctx), err)
+		}
+		return abi.Response{}, err
+	}
+	f.release(inst)
+	return resp, nil
+}
+
+// Close discards idle instances; busy ones are discarded when they finish.
+func (f *Function) Close() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	for {
+		select {
+		case inst := <-f.idle:
+			f.discard(inst)
+		default:
+			return
+		}
+	}
+}

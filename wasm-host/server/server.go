@@ -1,0 +1,185 @@
+// Package server is the wazero host's HTTP front: it matches the route,
+// reads the body within the route's limit, gives the request an id and a
+// deadline, runs the function on a pooled instance, and writes the answer
+// with the headers every response carries.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/policy"
+	"decisiongateway/wasm-host/routes"
+	"decisiongateway/wasm-host/runtime"
+)
+
+// Handler is what serves a route: a pooled function module.
+type Handler interface {
+	Handle(ctx context.Context, req *abi.Request) (abi.Response, error)
+}
+
+// DefaultMaxBody bounds bodies of routes that do not set their own.
+const DefaultMaxBody = 1 << 20
+
+// Server serves the route table.
+type Server struct {
+	Routes    []routes.Route
+	Functions map[string]Handler
+	Timeout   time.Duration
+	Log       *slog.Logger
+	// Static, when set, serves GET requests no route matches (the console).
+	Static http.Handler
+}
+
+// NewRequestID returns a fresh platform request id: 32 lower-case hex digits.
+func NewRequestID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rid := NewRequestID()
+	resp, fn := s.serve(r, rid)
+	if resp.Status == 0 && s.Static != nil {
+		// No route: the console's static files, which set their own headers.
+		w.Header().Set("X-Request-Id", rid)
+		s.Static.ServeHTTP(w, r)
+		return
+	}
+	write(w, r, rid, &resp)
+	s.Log.Info("request",
+		"request_id", rid, "method", r.Method, "path", r.URL.Path, "function", fn,
+		"status", resp.Status, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+}
+
+// serve returns the response for r, or Status 0 when no route matches and a
+// static handler should answer.
+func (s *Server) serve(r *http.Request, rid string) (abi.Response, string) {
+	route, allow := routes.Match(s.Routes, r.Method, r.URL.Path)
+	if route == nil {
+		if len(allow) > 0 {
+			resp := policy.Error(405, policy.CodeMethodNotAllowed, "this path does not accept "+r.Method)
+			resp.Headers.Set(policy.HAllow, strings.Join(allow, ", "))
+			return resp, ""
+		}
+		if s.Static != nil && (r.Method == "GET" || r.Method == "HEAD") {
+			return abi.Response{}, ""
+		}
+		return policy.Error(404, policy.CodeNotFound, "no such route"), ""
+	}
+	fn, ok := s.Functions[route.Function]
+	if !ok {
+		return policy.Error(503, policy.CodeUnavailable, "the "+route.Function+" function is not deployed on this host"), route.Function
+	}
+	maxBody := route.MaxBody
+	if maxBody == 0 {
+		maxBody = DefaultMaxBody
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return policy.Error(400, "invalid_body", "the request body could not be read"), route.Function
+	}
+	if int64(len(body)) > maxBody {
+		// Refused before any function runs: it costs nothing.
+		return policy.Error(413, "body_too_large", "the request body exceeds "+strconv.FormatInt(maxBody, 10)+" bytes"), route.Function
+	}
+	req := abi.Request{
+		Method:     r.Method,
+		Path:       r.URL.Path,
+		Query:      r.URL.RawQuery,
+		ClientAddr: clientIP(r),
+		RequestID:  rid,
+		Body:       body,
+	}
+	for name, values := range r.Header {
+		lname := strings.ToLower(name)
+		for _, v := range values {
+			req.Headers = append(req.Headers, abi.Header{Name: lname, Value: v})
+		}
+	}
+	if r.Host != "" {
+		req.Headers = append(req.Headers, abi.Header{Name: "host", Value: r.Host})
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.Timeout)
+	defer cancel()
+	resp, err := fn.Handle(ctx, &req)
+	if err != nil {
+		return s.failure(ctx, rid, route.Function, err), route.Function
+	}
+	return resp, route.Function
+}
+
+// failure turns a function failure into a platform error. The instance that
+// failed has already been discarded by the pool.
+func (s *Server) failure(ctx context.Context, rid, fn string, err error) abi.Response {
+	s.Log.Error("function failed", "request_id", rid, "function", fn, "error", err.Error())
+	switch {
+	case errors.Is(err, runtime.ErrOverloaded):
+		resp := policy.Error(503, policy.CodeOverloaded, "every instance of this function is busy; retry shortly")
+		resp.Headers.Set(policy.HRetryAfter, "1")
+		return resp
+	case errors.Is(err, context.DeadlineExceeded):
+		return policy.Error(504, policy.CodeTimeout, "the function did not finish before its deadline")
+	}
+	return policy.Error(500, policy.CodeInternal, "the function failed; the request id identifies it in the logs")
+}
+
+// write sends resp. The platform owns Cache-Control (spec §1.4) and adds the
+// request id unless the function set one (a replay keeps its original id).
+func write(w http.ResponseWriter, r *http.Request, rid string, resp *abi.Response) {
+	h := w.Header()
+	for _, f := range resp.Headers {
+		h[canonical(f.Name)] = append(h[canonical(f.Name)], f.Value)
+	}
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if h.Get("X-Request-Id") == "" {
+		h.Set("X-Request-Id", rid)
+	}
+	status := resp.Status
+	if status < 100 || status > 999 {
+		status = 500
+	}
+	w.WriteHeader(status)
+	if r.Method != "HEAD" {
+		w.Write(resp.Body)
+	}
+}
+
+// spelled keeps the spec's spelling of headers whose Go canonical form
+// differs (X-RateLimit-*); HTTP treats both alike, people read the spec's.
+var spelled = map[string]string{
+	"x-ratelimit-limit":              "X-RateLimit-Limit",
+	"x-ratelimit-remaining":          "X-RateLimit-Remaining",
+	"x-ratelimit-reset":              "X-RateLimit-Reset",
+	"x-upstream-ratelimit-limit":     "X-Upstream-RateLimit-Limit",
+	"x-upstream-ratelimit-remaining": "X-Upstream-RateLimit-Remaining",
+	"x-upstream-ratelimit-reset":     "X-Upstream-RateLimit-Reset",
+}
+
+func canonical(name string) string {
+	if s, ok := spelled[name]; ok {
+		return s
+	}
+	return http.CanonicalHeaderKey(name)
+}
+
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

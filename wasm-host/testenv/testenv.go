@@ -1,0 +1,54 @@
+// Package testenv finds the build outputs tests run against. Tests use the
+// real TinyGo modules, so a missing module is a failure with the command that
+// builds it, never a skip.
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Root returns the repository root (the directory holding go.mod).
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("testenv: go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Wasm reads a built module, e.g. "functions/config.wasm" or
+// "testguests/testguest.wasm", from build/.
+func Wasm(t testing.TB, rel string) []byte {
+	t.Helper()
+	p := filepath.Join(Root(t), "build", rel)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("testenv: %v (run `make build` first)", err)
+	}
+	return b
+}
+
+// Binary returns the path of bin/gateway (or $GATEWAY_BIN).
+func Binary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("GATEWAY_BIN"); p != "" {
+		return p
+	}
+	p := filepath.Join(Root(t), "bin", "gateway")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("testenv: %v (run `make build` first)", err)
+	}
+	return p
+}
