@@ -1,10 +1,8 @@
-package app
+package app_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -12,29 +10,14 @@ import (
 	"strings"
 	"testing"
 
-	"decisiongateway/wasm-host/hostconfig"
+	"decisiongateway/wasm-host/hosttest"
 	"decisiongateway/wasm-host/sqldtest"
-	"decisiongateway/wasm-host/testenv"
 )
 
-// startHost runs the real host (real config.wasm on wazero, real ledger) on
-// an httptest server with the given environment.
 func startHost(t *testing.T, ledgerURL string, env map[string]string) *httptest.Server {
 	t.Helper()
 	env["LIBSQL_URL"] = ledgerURL
-	env["GATEWAY_FUNCTIONS_DIR"] = filepath.Join(testenv.Root(t), "build", "functions")
-	env["GATEWAY_DATA_DIR"] = t.TempDir()
-	cfg, err := hostconfig.From(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := New(context.Background(), cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(func() { srv.Close(); a.Close(context.Background()) })
-	return srv
+	return hosttest.Start(t, env).Server
 }
 
 var requestIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)

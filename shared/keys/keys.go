@@ -1,0 +1,141 @@
+// Package keys makes and checks the platform's bearer secrets: API keys,
+// session tokens and sign-in links. Every secret has the same shape:
+//
+//	<kind>_<account>_<random><check>
+//	dgk_     12 base32   32 base32 (160 bits)   6 base32 (CRC-32)
+//
+// The kind prefix makes a leaked key easy to scan for; the checksum lets a
+// function reject a mistyped or made-up key without a ledger read; the
+// account id lets a host route by account (canary stickiness) before
+// authentication. Only SHA-256 hashes of secrets are ever stored.
+package keys
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash/crc32"
+	"strings"
+)
+
+// Kinds of secret, as their prefixes.
+const (
+	APIKey  = "dgk_"
+	Session = "dgs_"
+	SignIn  = "dgl_"
+)
+
+// SessionCookie is the name of the browser session cookie.
+const SessionCookie = "dg_session"
+
+const (
+	alphabet   = "abcdefghijklmnopqrstuvwxyz234567"
+	accountLen = 12
+	randomLen  = 32
+	checkLen   = 6
+	// Len is the length of every secret.
+	Len = 4 + accountLen + 1 + randomLen + checkLen
+)
+
+func randomChars(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("keys: no randomness: " + err.Error())
+	}
+	for i := range b {
+		b[i] = alphabet[b[i]&31]
+	}
+	return string(b)
+}
+
+// NewAccountID returns a fresh account id (12 base32 characters, 60 bits).
+func NewAccountID() string { return randomChars(accountLen) }
+
+// NewID returns a fresh opaque id for a row, e.g. "key_…".
+func NewID(prefix string) string { return prefix + randomChars(16) }
+
+func check(s string) string {
+	c := crc32.ChecksumIEEE([]byte(s)) >> 2
+	var b [checkLen]byte
+	for i := checkLen - 1; i >= 0; i-- {
+		b[i] = alphabet[c&31]
+		c >>= 5
+	}
+	return string(b[:])
+}
+
+// New returns a fresh secret of kind for account.
+func New(kind, account string) string {
+	body := kind + account + "_" + randomChars(randomLen)
+	return body + check(body)
+}
+
+func valid(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= '2' && c <= '7') }
+
+// Parse checks a secret's shape and checksum and returns its account id.
+// It proves nothing about the secret being issued: only a ledger lookup of
+// its hash does.
+func Parse(kind, secret string) (account string, ok bool) {
+	if len(secret) != Len || !strings.HasPrefix(secret, kind) || secret[4+accountLen] != '_' {
+		return "", false
+	}
+	for i := 4; i < Len; i++ {
+		if i != 4+accountLen && !valid(secret[i]) {
+			return "", false
+		}
+	}
+	if check(secret[:Len-checkLen]) != secret[Len-checkLen:] {
+		return "", false
+	}
+	return secret[4 : 4+accountLen], true
+}
+
+// Hash is the stored form of a secret: lower-case hex SHA-256.
+func Hash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// DisplayPrefix is the part of an API key that listings show: kind, account
+// and the first four random characters.
+func DisplayPrefix(secret string) string {
+	if len(secret) < 4+accountLen+1+4 {
+		return ""
+	}
+	return secret[:4+accountLen+1+4]
+}
+
+// Bearer extracts the token of an "Authorization: Bearer <token>" value.
+func Bearer(authorization string) (string, bool) {
+	const p = "bearer "
+	if len(authorization) <= len(p) || !strings.EqualFold(authorization[:len(p)], p) {
+		return "", false
+	}
+	return strings.TrimSpace(authorization[len(p):]), true
+}
+
+// Cookie returns the value of the named cookie in a Cookie header.
+func Cookie(header, name string) string {
+	for _, part := range strings.Split(header, ";") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// AccountHint returns the account a request claims to be, from its API key
+// or session cookie, without any ledger read. Hosts use it only to route
+// (canary stickiness); it authenticates nothing.
+func AccountHint(authorization, cookie string) string {
+	if tok, ok := Bearer(authorization); ok {
+		if a, ok := Parse(APIKey, tok); ok {
+			return a
+		}
+	}
+	if a, ok := Parse(Session, Cookie(cookie, SessionCookie)); ok {
+		return a
+	}
+	return ""
+}

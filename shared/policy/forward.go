@@ -1,0 +1,56 @@
+package policy
+
+import (
+	"strings"
+
+	"decisiongateway/shared/abi"
+)
+
+// Upstream tracking headers, in the precedence X-Upstream-Request-Id uses
+// (spec §4.8).
+var trackingPrecedence = []string{"x-vendor-request-id", "x-request-id", "request-id"}
+
+// upstreamRateLimit renames the upstream's rate-limit headers into their own
+// namespace, so a client never confuses them with the platform's.
+var upstreamRateLimit = map[string]string{
+	"x-ratelimit-limit":     "x-upstream-ratelimit-limit",
+	"x-ratelimit-remaining": "x-upstream-ratelimit-remaining",
+	"x-ratelimit-reset":     "x-upstream-ratelimit-reset",
+	"ratelimit-limit":       "x-upstream-ratelimit-limit",
+	"ratelimit-remaining":   "x-upstream-ratelimit-remaining",
+	"ratelimit-reset":       "x-upstream-ratelimit-reset",
+}
+
+// ForwardUpstream returns the only upstream headers a client may see (spec
+// §4.8): Content-Type (when keepContentType), Retry-After exactly as sent,
+// the tracking ids (X-Upstream-Request-Id by precedence, X-Vendor-Request-Id
+// as sent) and the upstream rate-limit values renamed to
+// X-Upstream-RateLimit-*. Everything else — cookies, redirects, auth and any
+// other header — is dropped. Callers must not add upstream headers by any
+// other path.
+func ForwardUpstream(h abi.Headers, keepContentType bool) abi.Headers {
+	var out abi.Headers
+	if keepContentType {
+		if v := h.Get("content-type"); v != "" {
+			out = append(out, abi.Header{Name: HContentType, Value: v})
+		}
+	}
+	if v := h.Get("retry-after"); v != "" {
+		out = append(out, abi.Header{Name: HRetryAfter, Value: v})
+	}
+	for _, name := range trackingPrecedence {
+		if v := h.Get(name); v != "" {
+			out = append(out, abi.Header{Name: "x-upstream-request-id", Value: v})
+			break
+		}
+	}
+	if v := h.Get("x-vendor-request-id"); v != "" {
+		out = append(out, abi.Header{Name: "x-vendor-request-id", Value: v})
+	}
+	for _, f := range h {
+		if to, ok := upstreamRateLimit[strings.ToLower(f.Name)]; ok && !out.Has(to) {
+			out = append(out, abi.Header{Name: to, Value: f.Value})
+		}
+	}
+	return out
+}

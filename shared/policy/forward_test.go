@@ -1,0 +1,44 @@
+package policy
+
+import (
+	"testing"
+
+	"decisiongateway/shared/abi"
+)
+
+func TestForwardUpstreamKeepsOnlyAllowedHeaders(t *testing.T) {
+	in := abi.Headers{
+		{Name: "content-type", Value: "application/json"},
+		{Name: "set-cookie", Value: "s=1"},
+		{Name: "location", Value: "https://elsewhere"},
+		{Name: "authorization", Value: "Bearer sk-op"},
+		{Name: "www-authenticate", Value: "Bearer"},
+		{Name: "retry-after", Value: "Wed, 21 Oct 2026 07:28:00 GMT"},
+		{Name: "request-id", Value: "r3"},
+		{Name: "x-request-id", Value: "r2"},
+		{Name: "x-ratelimit-remaining", Value: "7"},
+		{Name: "x-powered-by", Value: "vendor"},
+	}
+	out := ForwardUpstream(in, true)
+	want := abi.Headers{
+		{Name: "content-type", Value: "application/json"},
+		{Name: "retry-after", Value: "Wed, 21 Oct 2026 07:28:00 GMT"},
+		{Name: "x-upstream-request-id", Value: "r2"},
+		{Name: "x-upstream-ratelimit-remaining", Value: "7"},
+	}
+	if len(out) != len(want) {
+		t.Fatalf("got %v", out)
+	}
+	for i := range want {
+		if out[i] != want[i] {
+			t.Fatalf("got %v, want %v", out, want)
+		}
+	}
+}
+
+func TestUpstreamRequestIDPrecedence(t *testing.T) {
+	out := ForwardUpstream(abi.Headers{{Name: "request-id", Value: "c"}, {Name: "x-vendor-request-id", Value: "a"}, {Name: "x-request-id", Value: "b"}}, false)
+	if out.Get("x-upstream-request-id") != "a" || out.Get("x-vendor-request-id") != "a" || out.Has("content-type") {
+		t.Fatalf("got %v", out)
+	}
+}

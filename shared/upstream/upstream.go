@@ -1,0 +1,146 @@
+// Package upstream turns a validated decision into a call to the operator's
+// provider and the provider's answer into what the gateway returns. One
+// Adapter per upstream kind (spec §1.3): vendor (byte-faithful HTTP),
+// edge (the model binding), router (Chat Completions conversion). The
+// decision function does accounting around an Adapter and never looks at a
+// provider's wire format itself.
+package upstream
+
+import (
+	"github.com/valyala/fastjson"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/platform"
+	"decisiongateway/shared/policy"
+	"decisiongateway/shared/settings"
+	"decisiongateway/shared/validate"
+)
+
+// Call is one decision to make.
+type Call struct {
+	// Body is the validated request text as the client sent it.
+	Body []byte
+	// Request summarises Body; valid for the duration of the call.
+	Request *validate.Request
+	// Model is the effective model: the explicit one, or the default.
+	Model string
+	// Validator is the module's validator, for checking answers.
+	Validator *validate.Validator
+}
+
+// Outcome is the answer to return and what accounting needs to know.
+type Outcome struct {
+	Status  int
+	Headers abi.Headers // only what policy allows; never upstream cookies or auth
+	Body    []byte
+	// OK marks a validated success: the reservation is charged. Anything
+	// else is refunded.
+	OK bool
+	// Code classifies a failure (X-Service-Error-Code); Source says whether
+	// the body is the upstream's (upstream) or the platform's (platform).
+	Code, Source string
+	// Model is the model the upstream resolved, when it said.
+	Model string
+	// InputTokens and OutputTokens are -1 when the upstream did not say.
+	InputTokens, OutputTokens int64
+}
+
+// Adapter is one upstream kind.
+type Adapter interface {
+	// Mode is the X-Service-Response-Mode of successes.
+	Mode() string
+	// Check applies the kind's own request rules before anything is charged
+	// (the edge and router kinds reject top-level extension fields).
+	Check(c *Call) *validate.Error
+	// Decide makes the call. It never panics on provider misbehaviour:
+	// every failure becomes an Outcome with OK false.
+	Decide(env *platform.Env, c *Call) Outcome
+	// Models answers GET /v1/models (spec §4.2).
+	Models(env *platform.Env) abi.Response
+}
+
+// registry maps an upstream kind to its constructor. Kinds other than
+// vendor register themselves from their own files.
+var registry = map[string]func(s *settings.Settings) Adapter{}
+
+func register(kind string, f func(s *settings.Settings) Adapter) { registry[kind] = f }
+
+// For returns the adapter of the configured kind, or nil when no upstream
+// is configured.
+func For(s *settings.Settings) Adapter {
+	if f, ok := registry[s.UpstreamKind]; ok && s.UpstreamURL != "" {
+		return f(s)
+	}
+	return nil
+}
+
+// platformFailure builds an Outcome for a failure the platform reports in
+// its own words, keeping the upstream headers policy allows (Retry-After,
+// tracking ids).
+func platformFailure(status int, code, message string, upstream abi.Headers) Outcome {
+	resp := policy.Error(status, code, message)
+	resp.Headers = append(resp.Headers, policy.ForwardUpstream(upstream, false)...)
+	return Outcome{Status: status, Headers: resp.Headers, Body: resp.Body, Code: code, Source: policy.SourcePlatform, InputTokens: -1, OutputTokens: -1}
+}
+
+// fetchFailure maps a transport failure to a platform error (spec §7 rule 3:
+// a timeout proves nothing about completion, but nothing was charged).
+func fetchFailure(r *abi.FetchResponse) Outcome {
+	switch r.ErrKind {
+	case abi.FetchErrTimeout:
+		return platformFailure(504, CodeUpstreamTimeout, "the upstream did not answer in time", nil)
+	case abi.FetchErrTooLarge:
+		return platformFailure(502, CodeUpstreamTooLarge, "the upstream answer exceeded the size limit", nil)
+	}
+	return platformFailure(502, CodeUpstreamUnavailable, "the upstream could not be reached", nil)
+}
+
+// Failure codes of upstream calls (schema/errors.md).
+const (
+	CodeUpstreamTimeout     = "upstream_timeout"
+	CodeUpstreamUnavailable = "upstream_unavailable"
+	CodeUpstreamTooLarge    = "upstream_response_too_large"
+	CodeUpstreamInvalid     = "upstream_invalid_response"
+	CodeProviderBusy        = "provider_busy"
+	CodeUpstreamError       = "upstream_error"
+	CodeNotConfigured       = "upstream_not_configured"
+	CodeListingUnsupported  = "model_listing_not_supported"
+)
+
+// upstreamErrorCode classifies an upstream JSON error by status alone, never
+// by its text (spec §7 rule 1).
+func upstreamErrorCode(status int) string {
+	switch {
+	case status == 429 || status == 503 || status == 529:
+		return CodeProviderBusy
+	case status == 400 || status == 422:
+		return "upstream_rejected_request"
+	case status == 401 || status == 403:
+		return "upstream_auth_failed"
+	case status == 404:
+		return "upstream_not_found"
+	case status == 408 || status == 504:
+		return CodeUpstreamTimeout
+	}
+	return CodeUpstreamError
+}
+
+// answerMeta reads the resolved model and token counts of a valid answer.
+func answerMeta(body []byte) (model string, in, out int64) {
+	in, out = -1, -1
+	var p fastjson.Parser
+	v, err := p.ParseBytes(body)
+	if err != nil {
+		return "", in, out
+	}
+	model = string(v.GetStringBytes("model"))
+	if u := v.Get("usage"); u != nil {
+		if t := u.Get("input_tokens"); t != nil && t.Type() == fastjson.TypeNumber {
+			in = t.GetInt64()
+		}
+		if t := u.Get("output_tokens"); t != nil && t.Type() == fastjson.TypeNumber {
+			out = t.GetInt64()
+		}
+	}
+	return model, in, out
+}

@@ -1,0 +1,113 @@
+package upstream
+
+import (
+	"github.com/valyala/fastjson"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/canon"
+	"decisiongateway/shared/platform"
+	"decisiongateway/shared/policy"
+	"decisiongateway/shared/settings"
+	"decisiongateway/shared/validate"
+)
+
+func init() {
+	register(settings.KindVendor, func(s *settings.Settings) Adapter { return &vendor{base: s.UpstreamURL} })
+}
+
+// MaxAnswerBytes bounds an upstream answer the gateway will read.
+const MaxAnswerBytes = 4 << 20
+
+// vendor is the vendor HTTP API, byte-faithful (spec §2.2 rules 3–4, §2.3
+// rule 1): the request text goes up unchanged (or with the default model
+// inserted into the root object and nothing else touched), and a valid
+// success comes back byte for byte.
+type vendor struct {
+	base string
+	buf  []byte
+}
+
+func (v *vendor) Mode() string { return "vendor-native" }
+
+// Check accepts extension fields: the vendor path preserves them.
+func (v *vendor) Check(*Call) *validate.Error { return nil }
+
+func (v *vendor) Decide(env *platform.Env, c *Call) Outcome {
+	body := c.Body
+	if !c.Request.HasModel {
+		v.buf = canon.InsertModel(v.buf[:0], c.Body, c.Request.InsertAt, c.Model)
+		body = v.buf
+	}
+	res, err := env.Transport.Fetch(&abi.FetchRequest{
+		Method: "POST",
+		URL:    v.base + "/service",
+		Headers: abi.Headers{
+			{Name: "content-type", Value: "application/json"},
+			{Name: "accept", Value: "application/json"},
+		},
+		Body:       body,
+		MaxBytes:   MaxAnswerBytes,
+		Credential: abi.CredentialUpstream,
+	})
+	if err != nil {
+		return platformFailure(502, CodeUpstreamUnavailable, "the upstream answer could not be decoded", nil)
+	}
+	if res.ErrKind != "" {
+		return fetchFailure(&res)
+	}
+	return v.answer(c, &res)
+}
+
+// answer classifies an HTTP answer from the vendor.
+func (v *vendor) answer(c *Call, res *abi.FetchResponse) Outcome {
+	isJSON := validate.IsJSONContentType(res.Headers.Get("content-type")) && fastjson.ValidateBytes(res.Body) == nil
+	switch {
+	case res.Status >= 200 && res.Status < 300:
+		if !isJSON {
+			return platformFailure(502, CodeUpstreamInvalid, "the upstream answered with something other than JSON", res.Headers)
+		}
+		if verr := c.Validator.ValidateAnswer(c.Request, res.Body); verr != nil {
+			return platformFailure(verr.Status, verr.Code, verr.Message, res.Headers)
+		}
+		model, in, out := answerMeta(res.Body)
+		return Outcome{
+			Status: res.Status, Headers: policy.ForwardUpstream(res.Headers, true), Body: res.Body,
+			OK: true, Model: model, InputTokens: in, OutputTokens: out,
+		}
+	case res.Status >= 400 && res.Status < 600 && isJSON:
+		// A valid JSON error keeps its status and body (spec §7 rule 1).
+		code := upstreamErrorCode(res.Status)
+		h := policy.ForwardUpstream(res.Headers, true)
+		h.Set(policy.HErrorSource, policy.SourceUpstream)
+		h.Set(policy.HErrorCode, code)
+		return Outcome{Status: res.Status, Headers: h, Body: res.Body, Code: code, Source: policy.SourceUpstream, InputTokens: -1, OutputTokens: -1}
+	case res.Status == 429 || res.Status == 503:
+		return platformFailure(res.Status, CodeProviderBusy, "the upstream provider is busy; retry after the delay it gave", res.Headers)
+	}
+	// Redirects, informational codes and non-JSON errors are replaced.
+	return platformFailure(502, CodeUpstreamInvalid, "the upstream answered with an unusable response", res.Headers)
+}
+
+// Models returns the vendor's list unchanged in shape (spec §4.2 rule 2).
+func (v *vendor) Models(env *platform.Env) abi.Response {
+	res, err := env.Transport.Fetch(&abi.FetchRequest{
+		Method: "GET", URL: v.base + "/models",
+		Headers:    abi.Headers{{Name: "accept", Value: "application/json"}},
+		MaxBytes:   MaxAnswerBytes,
+		Credential: abi.CredentialUpstream,
+	})
+	if err != nil || res.ErrKind != "" {
+		o := fetchFailure(&res)
+		return abi.Response{Status: o.Status, Headers: o.Headers, Body: o.Body}
+	}
+	if fastjson.ValidateBytes(res.Body) != nil {
+		o := platformFailure(502, CodeUpstreamInvalid, "the upstream model list is not JSON", res.Headers)
+		return abi.Response{Status: o.Status, Headers: o.Headers, Body: o.Body}
+	}
+	h := policy.ForwardUpstream(res.Headers, true)
+	if res.Status >= 400 {
+		h.Set(policy.HErrorSource, policy.SourceUpstream)
+		h.Set(policy.HErrorCode, upstreamErrorCode(res.Status))
+	}
+	return abi.Response{Status: res.Status, Headers: h, Body: res.Body}
+}
