@@ -18,9 +18,26 @@ type Route struct {
 }
 
 // Table is every route the gateway serves.
+// A route whose module is not built answers 503 function_unavailable.
 var Table = []Route{
+	{"POST", "/v1/service", "decide", DecisionBodyLimit},
+	{"GET", "/v1/models", "models", 0},
 	{"GET", "/api/service/config", "config", 0},
+	{"GET", "/api/service/keys", "keys", 0},
+	{"POST", "/api/service/keys", "keys", 4096},
+	{"DELETE", "/api/service/keys/:id", "keys", 0},
+	{"GET", "/api/service/usage", "usage", 0},
+	{"POST", "/api/service/playground", "playground", DecisionBodyLimit},
+	{"POST", "/api/service/auth/signin", "auth", 4096},
+	{"GET", "/api/service/auth/verify", "auth", 0},
+	{"POST", "/api/service/auth/signout", "auth", 0},
+	{"GET", "/api/service/auth/session", "auth", 0},
 }
+
+// DecisionBodyLimit is the raw body limit of decision requests (spec §8).
+// The host refuses a larger body with 413 body_too_large before any
+// function runs, so it costs nothing.
+const DecisionBodyLimit = 65536
 
 // Match finds the route for method and path. When the path matches some
 // route but not the method, it returns nil and the methods that would match,
