@@ -2,6 +2,7 @@
 //
 //	gateway serve [--dev]        serve HTTP on SERVICE_ADDR
 //	gateway admin migrate        apply ledger migrations
+//	gateway admin session|credits|key …   accounts (admin_accounts.go)
 //	gateway routes               print the route table as JSON
 //
 // Settings come from the environment (README, "Configuration").
@@ -22,6 +23,9 @@ import (
 const usage = `usage:
   gateway serve [--dev]     serve HTTP on SERVICE_ADDR (--dev: built-in upstream emulator)
   gateway admin migrate     apply ledger migrations to LIBSQL_URL
+  gateway admin session EMAIL      verified account (created if needed); session cookie NAME=VALUE last
+  gateway admin credits EMAIL N    grant N credits
+  gateway admin key EMAIL [NAME]   like session, then an API key; its secret last
   gateway routes            print the route table as JSON
 `
 
@@ -72,6 +76,8 @@ func admin(log *slog.Logger, args []string) error {
 	case "migrate":
 		fmt.Println("migrations applied")
 		return nil
+	case "session", "credits", "key":
+		return adminAccounts(ctx, cfg, led, os.Stdout, args)
 	}
 	return fmt.Errorf("unknown admin command %q\n%s", args[0], usage)
 }

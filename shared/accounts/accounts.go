@@ -1,0 +1,252 @@
+// Package accounts is the typed ledger client for accounts, credits, API
+// keys, browser sessions and sign-in links. Every operation is one atomic
+// ledger batch built from conditional steps (schema/abi.md), sent through
+// platform.Ledger, so the route functions (TinyGo guests) and the host's
+// operator CLI (native Go over the same executor) run exactly the same
+// statements.
+//
+// Invariants every batch here keeps, and the tests check:
+//   - accounts.balance equals the sum of credit_entries.delta of the account
+//     and is never negative: a credit change and its entry are two steps of
+//     one batch, the second conditioned on the first.
+//   - the welcome grant happens at most once per account: it is guarded by
+//     accounts.welcome_granted inside the batch's write transaction, so two
+//     concurrent verifications grant once.
+//   - secrets (API keys, sessions, sign-in links) are stored only as
+//     keys.Hash; the clear secret exists in the answer of its creation only.
+//
+// Times are INTEGER unix seconds.
+package accounts
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/keys"
+	"decisiongateway/shared/platform"
+)
+
+// Errors a caller maps to platform errors. Anything else (errors.Is
+// ErrLedger) means the ledger failed and nothing was committed.
+var (
+	ErrLedger       = errors.New("accounts: ledger failure")
+	ErrNoAccount    = errors.New("accounts: no such account")
+	ErrInvalidEmail = errors.New("accounts: not a valid e-mail address")
+	ErrInvalidName  = errors.New("accounts: key name must be 1 to 64 characters with a non-space character and no control character")
+	ErrKeyLimit     = errors.New("accounts: the account already has the maximum number of active keys")
+	ErrKeyNotFound  = errors.New("accounts: no such key")
+	ErrInvalidGrant = errors.New("accounts: a grant must be a positive number of credits")
+)
+
+// RateLimited is returned when a fixed-window limit refused an attempt.
+// RetryAfter is the number of seconds until the window resets.
+type RateLimited struct {
+	Scope      string // what was limited: "keycreate", "signin-address", "signin-ip"
+	RetryAfter int64
+}
+
+func (e *RateLimited) Error() string { return "accounts: rate limit reached (" + e.Scope + ")" }
+
+type ledgerError struct{ msg string }
+
+func (e *ledgerError) Error() string        { return "ledger: " + e.msg }
+func (e *ledgerError) Is(target error) bool { return target == ErrLedger }
+
+// Store runs account batches against a ledger.
+type Store struct {
+	Ledger platform.Ledger
+	// Now returns the current unix time in seconds; nil means the clock.
+	// Tests set it to move through windows and lifetimes.
+	Now func() int64
+}
+
+// New returns a Store on l using the wall clock.
+func New(l platform.Ledger) *Store { return &Store{Ledger: l} }
+
+func (s *Store) now() int64 {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now().Unix()
+}
+
+// run executes steps as one batch and turns both kinds of failure (the
+// import failing, the batch failing) into an ErrLedger.
+func (s *Store) run(steps ...abi.Statement) ([]abi.StepResult, error) {
+	res, err := s.Ledger.Exec(&abi.Batch{Steps: steps})
+	if err != nil {
+		return nil, &ledgerError{err.Error()}
+	}
+	if res.Err != "" {
+		return nil, &ledgerError{res.Err}
+	}
+	if len(res.Steps) != len(steps) {
+		return nil, &ledgerError{"short batch result"}
+	}
+	return res.Steps, nil
+}
+
+func st(sql string, args ...abi.Value) abi.Statement { return abi.Statement{SQL: sql, Args: args} }
+
+func when(s abi.Statement, conds ...abi.Cond) abi.Statement { s.When = conds; return s }
+
+func str(v string) abi.Value { return abi.String(v) }
+func num(v int64) abi.Value  { return abi.Int64(v) }
+
+// Account is the ledger's view of one account.
+type Account struct {
+	ID         string
+	Email      string
+	VerifiedAt int64 // 0 until the first verification
+	Balance    int64
+	CreatedAt  int64
+}
+
+// NormalizeEmail trims and lower-cases an address and checks its shape:
+// local@domain, at most 254 bytes, a dot inside the domain, no spaces,
+// control characters or characters that need quoting. It does not prove the
+// address receives mail; the sign-in link does.
+func NormalizeEmail(raw string) (string, error) {
+	e := strings.ToLower(strings.TrimSpace(raw))
+	at := strings.IndexByte(e, '@')
+	if len(e) > 254 || at < 1 || at > 64 || strings.Count(e, "@") != 1 {
+		return "", ErrInvalidEmail
+	}
+	domain := e[at+1:]
+	dot := strings.IndexByte(domain, '.')
+	if dot < 1 || strings.HasSuffix(domain, ".") || strings.Contains(domain, "..") {
+		return "", ErrInvalidEmail
+	}
+	for i := 0; i < len(e); i++ {
+		c := e[i]
+		if c <= ' ' || c == 0x7f || strings.IndexByte("\"(),:;<>[\\]", c) >= 0 {
+			return "", ErrInvalidEmail
+		}
+	}
+	return e, nil
+}
+
+const accountColumns = "id, email, COALESCE(verified_at, 0), balance, created_at"
+
+func accountFrom(row []abi.Value) Account {
+	return Account{
+		ID: row[0].AsString(), Email: row[1].AsString(), VerifiedAt: row[2].AsInt(),
+		Balance: row[3].AsInt(), CreatedAt: row[4].AsInt(),
+	}
+}
+
+// EnsureAccount returns the account of email, creating an unverified one
+// with a zero balance when there is none. Concurrent calls for one address
+// agree on one account (the e-mail column is unique; the loser's insert does
+// nothing and both read the winner's row).
+func (s *Store) EnsureAccount(email string) (Account, error) {
+	e, err := NormalizeEmail(email)
+	if err != nil {
+		return Account{}, err
+	}
+	steps, err := s.run(
+		st("INSERT INTO accounts (id, email, created_at) VALUES (?, ?, ?) ON CONFLICT (email) DO NOTHING",
+			str(keys.NewAccountID()), str(e), num(s.now())),
+		st("SELECT "+accountColumns+" FROM accounts WHERE email = ?", str(e)),
+	)
+	if err != nil {
+		return Account{}, err
+	}
+	if len(steps[1].Rows) == 0 {
+		return Account{}, &ledgerError{"account vanished after insert"}
+	}
+	return accountFrom(steps[1].Rows[0]), nil
+}
+
+// Get returns one account by id.
+func (s *Store) Get(id string) (Account, error) {
+	steps, err := s.run(st("SELECT "+accountColumns+" FROM accounts WHERE id = ?", str(id)))
+	if err != nil {
+		return Account{}, err
+	}
+	if len(steps[0].Rows) == 0 {
+		return Account{}, ErrNoAccount
+	}
+	return accountFrom(steps[0].Rows[0]), nil
+}
+
+// Verification is the outcome of Verify.
+type Verification struct {
+	Account
+	// Granted is the welcome credits this call granted: the configured
+	// amount on an account's first verification, 0 on every later one.
+	Granted int64
+}
+
+// Verify marks an account verified. The first verification ever grants
+// welcome credits (SERVICE_WELCOME_CREDITS; 0 grants nothing) as a 'welcome'
+// credit entry plus the same balance change, in one batch. The guard is
+// welcome_granted, flipped by the same UPDATE that adds the balance, so
+// concurrent verifications serialise on the ledger's write lock and exactly
+// one sees the flag still clear. The first verification consumes the grant
+// even when the amount is 0, so raising the setting later does not pay
+// accounts verified earlier.
+func (s *Store) Verify(id string, welcome int64) (Verification, error) {
+	if welcome < 0 {
+		welcome = 0
+	}
+	now := s.now()
+	steps := []abi.Statement{
+		st("UPDATE accounts SET verified_at = COALESCE(verified_at, ?), welcome_granted = 1, balance = balance + ? WHERE id = ? AND welcome_granted = 0",
+			num(now), num(welcome), str(id)),
+		when(st("INSERT INTO credit_entries (account_id, delta, kind, created_at) SELECT ?, ?, 'welcome', ? WHERE ? > 0",
+			str(id), num(welcome), num(now), num(welcome)), abi.Cond{Step: 0, Test: abi.Affected}),
+		st("UPDATE accounts SET verified_at = ? WHERE id = ? AND verified_at IS NULL", num(now), str(id)),
+		st("SELECT "+accountColumns+" FROM accounts WHERE id = ?", str(id)),
+	}
+	res, err := s.run(steps...)
+	if err != nil {
+		return Verification{}, err
+	}
+	if len(res[3].Rows) == 0 {
+		return Verification{}, ErrNoAccount
+	}
+	v := Verification{Account: accountFrom(res[3].Rows[0])}
+	if res[0].RowsAffected > 0 {
+		v.Granted = welcome
+	}
+	return v, nil
+}
+
+// Grant adds n credits (n > 0) to an account as a 'grant' entry and returns
+// the new balance.
+func (s *Store) Grant(id string, n int64) (int64, error) {
+	if n <= 0 {
+		return 0, ErrInvalidGrant
+	}
+	res, err := s.run(
+		st("UPDATE accounts SET balance = balance + ? WHERE id = ?", num(n), str(id)),
+		when(st("INSERT INTO credit_entries (account_id, delta, kind, created_at) VALUES (?, ?, 'grant', ?)",
+			str(id), num(n), num(s.now())), abi.Cond{Step: 0, Test: abi.Affected}),
+		st("SELECT balance FROM accounts WHERE id = ?", str(id)),
+	)
+	if err != nil {
+		return 0, err
+	}
+	if res[0].RowsAffected == 0 {
+		return 0, ErrNoAccount
+	}
+	return res[2].First().AsInt(), nil
+}
+
+// countAttempt counts one attempt in scope's fixed window starting at
+// start. The step changes a row only while the window's count is below
+// limit, so a later step conditioned on Affected runs only for an attempt
+// within the limit. Refused attempts are not counted.
+func countAttempt(scope string, start int64, limit int) abi.Statement {
+	return st("INSERT INTO rate_windows (scope, window_start, count) VALUES (?, ?, 1) ON CONFLICT (scope, window_start) DO UPDATE SET count = count + 1 WHERE count < ?",
+		str(scope), num(start), num(int64(limit)))
+}
+
+// dropOldWindows deletes scope's windows before start, so rate_windows holds
+// at most the current window of each scope that is in use.
+func dropOldWindows(scope string, start int64) abi.Statement {
+	return st("DELETE FROM rate_windows WHERE scope = ? AND window_start < ?", str(scope), num(start))
+}
