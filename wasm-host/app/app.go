@@ -45,7 +45,10 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		return nil, fmt.Errorf("ledger migrations: %w", err)
 	}
 	a := &App{Config: cfg, Ledger: led, Log: log, Functions: map[string]*runtime.Function{}}
-	a.Egress = egress.New(allowedOrigins(cfg), map[string]string{abi.CredentialUpstream: cfg.UpstreamAPIKey}, egress.Origin(cfg.UpstreamURL))
+	a.Egress = egress.New(allowedOrigins(cfg), map[string]egress.Credential{
+		abi.CredentialUpstream: {Token: cfg.UpstreamAPIKey, Origin: egress.Origin(cfg.UpstreamURL)},
+		"mail":                 {Token: cfg.MailAPIKey, Origin: egress.Origin(cfg.MailURL)}, // schema/mail.md
+	})
 
 	eng, err := runtime.NewEngine(ctx, runtime.Options{CacheDir: filepath.Join(cfg.DataDir, "wazero-cache")}, a.services())
 	if err != nil {

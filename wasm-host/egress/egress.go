@@ -28,21 +28,28 @@ const (
 type Client struct {
 	// Allowed are the origins (scheme://host:port) a guest may reach.
 	Allowed []string
-	// Credentials maps a credential name to the Bearer token it stands for.
-	Credentials map[string]string
-	// CredentialOrigin is the only origin a credential is sent to.
-	CredentialOrigin string
-	HTTP             *http.Client
+	// Credentials maps a credential name (abi.FetchRequest.Credential) to
+	// its token and the one origin it may be sent to.
+	Credentials map[string]Credential
+	HTTP        *http.Client
 }
 
-// New returns a Client; credentials are only ever sent to credentialOrigin.
-func New(allowed []string, credentials map[string]string, credentialOrigin string) *Client {
+// Credential is a secret the host adds as "Authorization: Bearer <Token>".
+// It is bound to one origin, so each secret (the upstream key, the mail
+// service key) can only ever reach its own service, even when a guest
+// names it for another allowed destination.
+type Credential struct {
+	Token  string
+	Origin string // scheme://host[:port], as Origin returns it
+}
+
+// New returns a Client; each credential is only ever sent to its origin.
+func New(allowed []string, credentials map[string]Credential) *Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64
 	return &Client{
-		Allowed:          allowed,
-		Credentials:      credentials,
-		CredentialOrigin: credentialOrigin,
+		Allowed:     allowed,
+		Credentials: credentials,
 		HTTP: &http.Client{
 			Transport: t,
 			// A redirect is returned to the guest as it is, never followed:
@@ -102,12 +109,12 @@ func (c *Client) Fetch(ctx context.Context, r *abi.FetchRequest) abi.FetchRespon
 		req.Header.Add(h.Name, h.Value)
 	}
 	if r.Credential != "" {
-		token, ok := c.Credentials[r.Credential]
-		if !ok || origin != c.CredentialOrigin {
+		cred, ok := c.Credentials[r.Credential]
+		if !ok || cred.Origin == "" || origin != cred.Origin {
 			return abi.FetchResponse{ErrKind: abi.FetchErrDenied, ErrMsg: "credential not available for this destination"}
 		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
+		if cred.Token != "" {
+			req.Header.Set("Authorization", "Bearer "+cred.Token)
 		}
 	}
 	resp, err := c.HTTP.Do(req)
