@@ -334,11 +334,13 @@ func (r *router) mapAnswer(q *questionView, a *fastjson.Value, at int) bool {
 		r.statedFrom(a.Get("probabilities"), n, itoa)
 	case validate.Noul:
 		n, texts = 2, func(i int) string { return [2]string{"true", "false"}[i] }
-		switch a.Get("holds").Type() {
-		case fastjson.TypeTrue:
-			picked = 0
-		case fastjson.TypeFalse:
-			picked = 1
+		if h := a.Get("holds"); h != nil {
+			switch h.Type() {
+			case fastjson.TypeTrue:
+				picked = 0
+			case fastjson.TypeFalse:
+				picked = 1
+			}
 		}
 		r.stated = append(r.stated[:0], nan(), nan())
 		if p, ok := finite(a.Get("probability")); ok && p >= 0 && p <= 1 {
@@ -375,7 +377,7 @@ func (r *router) mapAnswer(q *questionView, a *fastjson.Value, at int) bool {
 // into r.stated; a missing or unusable entry is NaN (treated as zero).
 func (r *router) statedFrom(v *fastjson.Value, n int, names func(i int) string) {
 	r.stated = r.stated[:0]
-	o, _ := v.Object()
+	o := v.GetObject()
 	for i := 0; i < n; i++ {
 		p := nan()
 		if o != nil {

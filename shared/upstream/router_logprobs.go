@@ -245,8 +245,11 @@ func (l *logprobs) distribution(at, n int, text func(i int) string, quoted bool,
 	prefix := string(l.content[l.toks[k].off:at])
 	var covered, matched float64
 	consider := func(tok string, lp float64) {
-		p := math.Exp(lp)
-		if math.IsNaN(p) || p <= 0 {
+		if lp > 1e-6 { // a probability above one: not a log-probability
+			return
+		}
+		p := math.Exp(math.Min(lp, 0))
+		if p <= 0 {
 			return
 		}
 		covered += p

@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"decisiongateway/wasm-host/app"
+	"decisiongateway/wasm-host/devmail"
 	"decisiongateway/wasm-host/hostconfig"
 )
 
@@ -69,6 +71,17 @@ func startDev(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) err
 	cfg.Dev = true
 	cfg.Set("GATEWAY_DEV", "1")
 	return nil
+	// Sign-in mail goes to a local outbox unless an operator named a mail
+	// endpoint. Set before app.New, which allows egress to MAIL_URL.
+	if cfg.MailURL == "" {
+		box, err := devmail.Start(ctx, filepath.Join(cfg.DataDir, "outbox"), log)
+		if err != nil {
+			return err
+		}
+		cfg.MailURL = box.URL
+		cfg.Set("MAIL_URL", box.URL)
+		log.Info("dev outbox: sign-in mail is written here, and each link is logged", "dir", box.Dir)
+	}
 }
 
 // redactURL drops credentials and query from a URL before it is logged.
