@@ -40,6 +40,7 @@ func serve(log *slog.Logger, args []string) error {
 		return err
 	}
 	defer a.Close(context.Background())
+	a.StartSweeper(ctx, 15*time.Second)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -70,7 +71,6 @@ func serve(log *slog.Logger, args []string) error {
 func startDev(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) error {
 	cfg.Dev = true
 	cfg.Set("GATEWAY_DEV", "1")
-	return nil
 	// Sign-in mail goes to a local outbox unless an operator named a mail
 	// endpoint. Set before app.New, which allows egress to MAIL_URL.
 	if cfg.MailURL == "" {
@@ -82,6 +82,7 @@ func startDev(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) err
 		cfg.Set("MAIL_URL", box.URL)
 		log.Info("dev outbox: sign-in mail is written here, and each link is logged", "dir", box.Dir)
 	}
+	return nil
 }
 
 // redactURL drops credentials and query from a URL before it is logged.
