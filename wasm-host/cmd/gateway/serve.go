@@ -15,6 +15,7 @@ import (
 
 	"decisiongateway/wasm-host/app"
 	"decisiongateway/wasm-host/devmail"
+	"decisiongateway/wasm-host/emulator"
 	"decisiongateway/wasm-host/hostconfig"
 )
 
@@ -65,11 +66,32 @@ func serve(log *slog.Logger, args []string) error {
 	return nil
 }
 
-// startDev marks the configuration as a development host. The upstream
-// emulator is wired here once it exists.
+// startDev marks the configuration as a development host and starts what a
+// fresh machine lacks: the upstream emulator and the mail outbox.
 func startDev(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) error {
 	cfg.Dev = true
 	cfg.Set("GATEWAY_DEV", "1")
+	// The upstream is the built-in emulator (vendor unless UPSTREAM_KIND
+	// names edge or router) unless the operator named a real one. Set
+	// before app.New, which derives the egress allow-list and the upstream
+	// credential's origin from UPSTREAM_URL.
+	if cfg.UpstreamKind == "" || cfg.UpstreamURL == "" {
+		emu, err := emulator.Start(ctx, log)
+		if err != nil {
+			return err
+		}
+		kind := cfg.UpstreamKind
+		if kind == "" {
+			kind = "vendor"
+		}
+		cfg.UpstreamKind, cfg.UpstreamURL = kind, emu.BaseURL(kind)
+		cfg.UpstreamAPIKey = "" // a real key has no business with the emulator
+		cfg.Set("UPSTREAM_KIND", kind)
+		cfg.Set("UPSTREAM_URL", cfg.UpstreamURL)
+		cfg.Set("GATEWAY_EMULATOR", "1")
+		log.Info("upstream: the built-in EMULATOR (deterministic lexical scorer, not a model); set UPSTREAM_KIND=vendor|edge|router to pick its protocol",
+			"kind", kind, "url", cfg.UpstreamURL)
+	}
 	// Sign-in mail goes to a local outbox unless an operator named a mail
 	// endpoint. Set before app.New, which allows egress to MAIL_URL.
 	if cfg.MailURL == "" {
