@@ -43,8 +43,26 @@ type Settings struct {
 	WelcomeCredits int
 	DocsURL        string
 	IdempotencyTTL time.Duration
+	// RequestTimeout is the host's per-request deadline; a function budgets
+	// its upstream call inside it so it can still settle the ledger.
+	RequestTimeout time.Duration
 	Dev            bool
 }
+
+// UpstreamTimeout is how long a function waits for its upstream: the
+// request deadline less a margin to settle accounts afterwards.
+func (s *Settings) UpstreamTimeout() time.Duration {
+	margin := s.RequestTimeout / 4
+	if margin > 5*time.Second {
+		margin = 5 * time.Second
+	}
+	return s.RequestTimeout - margin
+}
+
+// Lease is how long a pending decision attempt is presumed alive. Past it,
+// the host serving the attempt must have died or been stopped (its deadline
+// is shorter), and the attempt is settled as failed and refunded.
+func (s *Settings) Lease() time.Duration { return s.RequestTimeout + 5*time.Second }
 
 // Read loads the settings from c.
 func Read(c platform.Config) Settings {
@@ -61,6 +79,10 @@ func Read(c platform.Config) Settings {
 	}
 	if d, err := time.ParseDuration(c.Get("SERVICE_IDEMPOTENCY_TTL")); err == nil && d > 0 {
 		s.IdempotencyTTL = d
+	}
+	s.RequestTimeout = 60 * time.Second
+	if d, err := time.ParseDuration(c.Get("GATEWAY_REQUEST_TIMEOUT")); err == nil && d > 0 {
+		s.RequestTimeout = d
 	}
 	s.DefaultModel = c.Get("SERVICE_DEFAULT_MODEL")
 	if s.DefaultModel == "" {

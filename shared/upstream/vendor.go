@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"time"
+
 	"github.com/valyala/fastjson"
 
 	"decisiongateway/shared/abi"
@@ -12,7 +14,9 @@ import (
 )
 
 func init() {
-	register(settings.KindVendor, func(s *settings.Settings) Adapter { return &vendor{base: s.UpstreamURL} })
+	register(settings.KindVendor, func(s *settings.Settings) Adapter {
+		return &vendor{base: s.UpstreamURL, timeoutMS: uint32(s.UpstreamTimeout() / time.Millisecond)}
+	})
 }
 
 // MaxAnswerBytes bounds an upstream answer the gateway will read.
@@ -23,8 +27,9 @@ const MaxAnswerBytes = 4 << 20
 // inserted into the root object and nothing else touched), and a valid
 // success comes back byte for byte.
 type vendor struct {
-	base string
-	buf  []byte
+	base      string
+	timeoutMS uint32
+	buf       []byte
 }
 
 func (v *vendor) Mode() string { return "vendor-native" }
@@ -46,6 +51,7 @@ func (v *vendor) Decide(env *platform.Env, c *Call) Outcome {
 			{Name: "accept", Value: "application/json"},
 		},
 		Body:       body,
+		TimeoutMS:  v.timeoutMS,
 		MaxBytes:   MaxAnswerBytes,
 		Credential: abi.CredentialUpstream,
 	})

@@ -40,6 +40,7 @@ var exposed = []string{
 	"SERVICE_WELCOME_CREDITS", "SERVICE_DOCS_URL", "SERVICE_IDEMPOTENCY_TTL",
 	"SERVICE_AUTH_RATE_LIMIT", "SERVICE_MODELS_RATE_LIMIT", "SERVICE_MAIL_FROM",
 	"UPSTREAM_KIND", "UPSTREAM_URL", "MAIL_URL", "GATEWAY_DEV", "GATEWAY_EMULATOR",
+	"GATEWAY_REQUEST_TIMEOUT",
 }
 
 // FromEnv reads the configuration from the process environment.
@@ -103,6 +104,8 @@ func From(getenv func(string) string) (*Config, error) {
 			c.plain[name] = v
 		}
 	}
+	// Functions budget their upstream calls inside the host's deadline.
+	c.plain["GATEWAY_REQUEST_TIMEOUT"] = c.RequestTimeout.String()
 	return c, nil
 }
 

@@ -41,6 +41,7 @@ func serve(log *slog.Logger, args []string) error {
 		return err
 	}
 	defer a.Close(context.Background())
+	a.StartSweeper(ctx, 15*time.Second)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

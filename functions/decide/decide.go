@@ -1,0 +1,267 @@
+// Package decide is POST /v1/service (spec §2, §3.1, §4.1, §4.8, §5, §7,
+// §8): validate, authorise, reserve, call the upstream, settle, answer. The
+// playground function runs the same path for a signed-in session through
+// Run, so both share one rate counter, one balance and one set of rules.
+package decide
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/canon"
+	"decisiongateway/shared/keys"
+	"decisiongateway/shared/ledgerq"
+	"decisiongateway/shared/platform"
+	"decisiongateway/shared/policy"
+	"decisiongateway/shared/settings"
+	"decisiongateway/shared/upstream"
+	"decisiongateway/shared/validate"
+)
+
+// Caller is who makes a decision once authenticated by its entry point.
+type Caller struct {
+	AccountID string
+	KeyID     string // informational; the API path authenticates by key hash
+	Source    string // "api" or "playground"
+}
+
+// A module serves one request at a time, so these are reused across
+// requests without locking; their buffers grow once and stay.
+var (
+	validator validate.Validator
+	encoder   canon.Encoder
+	canonical []byte
+)
+
+// Handle serves POST /v1/service. A missing or malformed key is refused
+// before any ledger read; a well-formed one is checked inside the
+// reservation batch.
+func Handle(env *platform.Env, req *abi.Request) abi.Response {
+	auth := req.Headers.Get("authorization")
+	if auth == "" {
+		return unauthorized(CodeMissingKey, "send the API key as Authorization: Bearer <key>")
+	}
+	tok, ok := keys.Bearer(auth)
+	if !ok {
+		return unauthorized(CodeInvalidKey, "the Authorization header must be Bearer <API key>")
+	}
+	account, ok := keys.Parse(keys.APIKey, tok)
+	if !ok {
+		return unauthorized(CodeInvalidKey, "the API key is malformed")
+	}
+	return run(env, req, Caller{AccountID: account, Source: "api"}, keys.Hash(tok))
+}
+
+// Run serves a decision for a caller its entry point has already
+// authenticated (the playground's session).
+func Run(env *platform.Env, req *abi.Request, c Caller) abi.Response {
+	return run(env, req, c, "")
+}
+
+func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Response {
+	s := settings.Read(env.Config)
+
+	// Parse: everything here is local, costs nothing and reaches no upstream.
+	if !validate.IsJSONContentType(req.Headers.Get("content-type")) {
+		return fail(415, CodeUnsupportedMedia, "send the body as Content-Type: application/json")
+	}
+	parsed, verr := validator.Validate(req.Body)
+	if verr != nil {
+		return fail(verr.Status, verr.Code, verr.Message)
+	}
+	adapter := upstream.For(&s)
+	if adapter == nil {
+		return fail(503, upstream.CodeNotConfigured, "no upstream provider is configured on this deployment")
+	}
+	model := s.DefaultModel
+	if parsed.HasModel {
+		model = parsed.Model
+	}
+	call := upstream.Call{Body: req.Body, Request: parsed, Model: model, Validator: &validator}
+	if verr := adapter.Check(&call); verr != nil {
+		return fail(verr.Status, verr.Code, verr.Message)
+	}
+	idemKey := req.Headers.Get("idempotency-key")
+	if req.Headers.Has("idempotency-key") && !validIdempotencyKey(idemKey) {
+		return fail(400, CodeInvalidIdemKey, "Idempotency-Key must be 1 to 255 visible ASCII characters")
+	}
+	var err error
+	canonical, err = encoder.Append(canonical[:0], req.Body, model)
+	if err != nil {
+		return fail(400, "invalid_request", err.Error())
+	}
+	cost := int64(canon.Cost(len(parsed.Questions), len(canonical)))
+
+	// Authorise and reserve: one ledger round trip.
+	now := time.Now()
+	r, err := ledgerq.ReserveDecision(env.Ledger, &ledgerq.Reserve{
+		Principal:   ledgerq.Principal{AccountID: c.AccountID, KeyHash: keyHash, IPHash: hashIP(req.ClientAddr)},
+		Source:      c.Source,
+		RequestID:   req.RequestID,
+		IdemKey:     idemKey,
+		Fingerprint: canon.Fingerprint(canonical),
+		Model:       model,
+		Questions:   len(parsed.Questions),
+		Cost:        cost,
+		RateLimit:   s.RateLimit,
+		TTL:         s.IdempotencyTTL,
+		Lease:       s.Lease(),
+		Now:         now,
+	})
+	if err != nil {
+		env.Error("reservation failed", "error", err.Error())
+		return fail(503, CodeLedgerUnavailable, "the ledger is unavailable; nothing was charged")
+	}
+	if resp, done := refuse(env, &r, c.AccountID, now); done {
+		return resp
+	}
+
+	// Call the upstream.
+	out := adapter.Decide(env, &call)
+
+	// Settle: charge a validated success, refund everything else.
+	st := ledgerq.Settle{
+		RequestID: req.RequestID, AccountID: c.AccountID, IdemKey: idemKey, Cost: cost,
+		OK: out.OK, Status: out.Status, ErrorCode: out.Code,
+		InputTokens: out.InputTokens, OutputTokens: out.OutputTokens, Now: time.Now(),
+	}
+	if out.OK && idemKey != "" {
+		st.Retain = &ledgerq.Retained{RequestID: req.RequestID, Status: out.Status, Headers: out.Headers, Body: out.Body, Mode: adapter.Mode()}
+	}
+	resp := abi.Response{Status: out.Status, Headers: out.Headers, Body: out.Body}
+	if out.OK || out.Source == policy.SourceUpstream {
+		resp.Headers.Set(policy.HResponseMode, adapter.Mode())
+	}
+	rateHeaders(&resp, &r.Rate)
+	if credits, ok := settle(env, &st); ok {
+		resp.Headers.Set(policy.HServiceCredits, credits)
+	}
+	return resp
+}
+
+// refuse answers every reservation outcome other than Reserved.
+func refuse(env *platform.Env, r *ledgerq.Reservation, account string, now time.Time) (abi.Response, bool) {
+	var resp abi.Response
+	switch r.Outcome {
+	case ledgerq.Reserved:
+		return resp, false
+	case ledgerq.AuthLimited:
+		resp = fail(429, CodeAuthRateLimited, "too many authentication attempts from this address")
+		resp.Headers.Set(policy.HRetryAfter, retryAfter(r.Auth.Window, now))
+		return resp, true
+	case ledgerq.Unauthorized:
+		return unauthorized(CodeInvalidKey, "the API key is unknown or revoked"), true
+	case ledgerq.RateLimited:
+		resp = fail(429, CodeRateLimited, "the account's decision limit for this minute is exhausted")
+		resp.Headers.Set(policy.HRetryAfter, retryAfter(r.Rate.Window, now))
+		return resp, true
+	case ledgerq.Reconciling:
+		// An earlier attempt's host stopped before settling. Settle it now
+		// (failed and refunded); this attempt is not run.
+		if n, err := ledgerq.Reconcile(env.Ledger, account, now); err != nil {
+			env.Error("reconciliation failed", "error", err.Error())
+		} else {
+			env.Warn("reconciled expired attempts", "count", strconv.FormatInt(n, 10))
+		}
+		resp = fail(503, CodeReconciliation, "an earlier request of this account is being reconciled; check usage, then retry")
+		resp.Headers.Set(policy.HRetryAfter, "1")
+	case ledgerq.InProgress:
+		resp = fail(409, CodeInProgress, "a request with this Idempotency-Key is still in progress; retry after the delay with the same key and body")
+		resp.Headers.Set(policy.HRetryAfter, "2")
+	case ledgerq.Conflict:
+		resp = fail(409, CodeIdemConflict, "this Idempotency-Key was used with a different request")
+	case ledgerq.FailedBefore:
+		resp = fail(409, CodeIdemFailed, "the earlier attempt with this Idempotency-Key failed and was refunded; use a new key")
+	case ledgerq.Insufficient:
+		resp = fail(402, CodeInsufficient, "the account's credit balance ("+strconv.FormatInt(r.Balance, 10)+") is below the cost of this request")
+	case ledgerq.Replay:
+		resp = replay(&r.Replay)
+	}
+	rateHeaders(&resp, &r.Rate)
+	return resp, true
+}
+
+// replay answers with a retained success (spec §3.1): its status, body and
+// allowed headers, the original request id, and nothing charged.
+func replay(k *ledgerq.Retained) abi.Response {
+	resp := abi.Response{Status: k.Status, Body: k.Body}
+	resp.Headers = append(resp.Headers, k.Headers...)
+	resp.Headers.Set(policy.HRequestID, k.RequestID)
+	resp.Headers.Set("x-idempotency-replayed", "true")
+	resp.Headers.Set(policy.HResponseMode, k.Mode)
+	resp.Headers.Set(policy.HServiceCredits, "0")
+	return resp
+}
+
+// settle records the outcome, retrying a failed batch. It returns the
+// X-Service-Credits value, or false when the outcome could not be recorded:
+// then the header is omitted (spec §4.8) and the attempt's lease is ended so
+// the account's next decision reconciles it.
+func settle(env *platform.Env, st *ledgerq.Settle) (string, bool) {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var mine bool
+		if mine, err = ledgerq.SettleDecision(env.Ledger, st); err == nil {
+			if st.OK && mine {
+				return strconv.FormatInt(st.Cost, 10), true
+			}
+			return "0", true // refunded, now or by an earlier reconciliation
+		}
+		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
+	}
+	env.Error("settlement failed; the attempt will be reconciled", "error", err.Error())
+	if err := ledgerq.ExpireLease(env.Ledger, st.RequestID); err != nil {
+		env.Error("could not end the attempt's lease", "error", err.Error())
+	}
+	return "", false
+}
+
+func rateHeaders(resp *abi.Response, r *ledgerq.Rate) {
+	resp.Headers.Set("x-ratelimit-limit", strconv.FormatInt(r.Limit, 10))
+	resp.Headers.Set("x-ratelimit-remaining", strconv.FormatInt(r.Remaining(), 10))
+	resp.Headers.Set("x-ratelimit-reset", strconv.FormatInt(r.Window.End, 10))
+}
+
+func retryAfter(w ledgerq.Window, now time.Time) string {
+	s := w.End - now.Unix()
+	if s < 1 {
+		s = 1
+	}
+	return strconv.FormatInt(s, 10)
+}
+
+// fail is a platform error that charged nothing.
+func fail(status int, code, message string) abi.Response {
+	resp := policy.Error(status, code, message)
+	resp.Headers.Set(policy.HServiceCredits, "0")
+	return resp
+}
+
+func unauthorized(code, message string) abi.Response {
+	resp := fail(401, code, message)
+	resp.Headers.Set("www-authenticate", `Bearer realm="decision-gateway"`)
+	return resp
+}
+
+// hashIP is the scope of the authentication counter: client addresses are
+// never stored in the clear.
+func hashIP(ip string) string {
+	sum := sha256.Sum256([]byte("decision-gateway/ip/" + ip))
+	return hex.EncodeToString(sum[:16])
+}
+
+// validIdempotencyKey: 1 to 255 visible ASCII characters (schema/errors.md).
+func validIdempotencyKey(k string) bool {
+	if len(k) == 0 || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,300 @@
+package decide_test
+
+import (
+	"bytes"
+
+	"decisiongateway/shared/abi"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExplicitModelForwardsOriginalBytesAndAnswersByteForByte(t *testing.T) {
+	backends(t, func(t *testing.T, ledger string) {
+		g := startGateway(t, ledger, nil)
+		acct, key := g.account(100)
+		body := "{ \"questions\" : {\"fruit\":{\"type\":\"choice\",\"criteria\":{\"apple\":\"an apple\",\"pear\":\"a pear\"},\"x-ext\":[1,2]}},\n\"state\":{\"n\":12345678901234567890,\"tiny\":1e-400},\"model\":\"model-x\",\"extension\":true}"
+		r := g.post(key, body)
+		if r.Status != 200 {
+			t.Fatalf("status %d %s", r.Status, r.Body)
+		}
+		calls := g.vendor.received()
+		if len(calls) != 1 || calls[0].Path != "/v1/service" || string(calls[0].Body) != body {
+			t.Fatalf("upstream got %+v", calls)
+		}
+		if got := calls[0].Header.Get("Authorization"); got != "Bearer "+operatorKey {
+			t.Errorf("upstream Authorization %q", got)
+		}
+		// The success body is the vendor's text, unchanged.
+		var answer map[string]any
+		if json.Unmarshal(r.Body, &answer) != nil || answer["ext"] != "kept" || answer["billing"] != nil || answer["request_id"] != nil {
+			t.Errorf("body %s", r.Body)
+		}
+		want := map[string]string{
+			"X-Service-Credits":              "1",
+			"X-Service-Response-Mode":        "vendor-native",
+			"X-Upstream-Request-Id":          "vrid-1",
+			"X-Vendor-Request-Id":            "vrid-1",
+			"X-Upstream-Ratelimit-Remaining": "99",
+			"X-Ratelimit-Limit":              "120",
+			"X-Ratelimit-Remaining":          "119",
+			"Cache-Control":                  "no-store",
+		}
+		for h, v := range want {
+			if r.Header.Get(h) != v {
+				t.Errorf("%s = %q, want %q", h, r.Header.Get(h), v)
+			}
+		}
+		for _, h := range []string{"Set-Cookie", "X-Vendor-Internal", "Request-Id", "X-Service-Error-Code"} {
+			if r.Header.Get(h) != "" {
+				t.Errorf("%s forwarded: %q", h, r.Header.Get(h))
+			}
+		}
+		if reset, _ := strconv.ParseInt(r.Header.Get("X-Ratelimit-Reset"), 10, 64); reset <= time.Now().Unix() || reset > time.Now().Unix()+60 {
+			t.Errorf("X-RateLimit-Reset %q", r.Header.Get("X-Ratelimit-Reset"))
+		}
+		if g.balance(acct) != 99 {
+			t.Errorf("balance %d", g.balance(acct))
+		}
+		g.checkInvariant()
+	})
+}
+
+func TestOmittedModelIsInsertedWithoutReserialising(t *testing.T) {
+	g := startGateway(t, "", map[string]string{"SERVICE_DEFAULT_MODEL": "model-2026"})
+	_, key := g.account(10)
+	body := `{"state":[12345678901234567890123,1e-400,0.1000000000000000055511151231257827],"questions":{"ok":{"type":"noul"}},"ext":{"a":1.50}}`
+	if r := g.post(key, body); r.Status != 200 {
+		t.Fatalf("status %d %s", r.Status, r.Body)
+	}
+	got := string(g.vendor.received()[0].Body)
+	if want := `{"model":"model-2026",` + body[1:]; got != want {
+		t.Fatalf("upstream got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestValidationFailuresCostNothingAndReachNoUpstream(t *testing.T) {
+	g := startGateway(t, "", nil)
+	acct, key := g.account(50)
+	cases := []struct{ name, body, code string }{
+		{"duplicate key after escapes", `{"state":null,"questions":{"a":{"type":"noul"},"\u0061":{"type":"noul"}}}`, "duplicate_key"},
+		{"boolean type", `{"state":null,"questions":{"a":{"type":"boolean"}}}`, ""},
+		{"no questions", `{"state":null,"questions":{}}`, ""},
+		{"missing state", `{"questions":{"a":{"type":"noul"}}}`, ""},
+		{"number out of range", `{"state":1e400,"questions":{"a":{"type":"noul"}}}`, "number_out_of_range"},
+		{"too deep", `{"state":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `,"questions":{"a":{"type":"noul"}}}`, ""},
+		{"one score level", `{"state":null,"questions":{"a":{"type":"score","criteria":["x"]}}}`, ""},
+		{"not json", `{"state":`, ""},
+	}
+	for _, c := range cases {
+		r := g.post(key, c.body)
+		if r.Status < 400 || r.Status >= 500 || r.Header.Get("X-Service-Error-Source") != "platform" || r.code() == "" {
+			t.Errorf("%s: %d %q %s", c.name, r.Status, r.code(), r.Body)
+		}
+		if c.code != "" && r.code() != c.code {
+			t.Errorf("%s: code %q, want %q", c.name, r.code(), c.code)
+		}
+		if r.Header.Get("X-Service-Credits") != "0" {
+			t.Errorf("%s: X-Service-Credits %q", c.name, r.Header.Get("X-Service-Credits"))
+		}
+	}
+	// Content type is required; an oversize body is refused by the host.
+	req, _ := http.NewRequest("POST", g.URL+"/v1/service", strings.NewReader(simpleRequest))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "text/plain")
+	if resp, _ := http.DefaultClient.Do(req); resp.StatusCode != 415 {
+		t.Errorf("text/plain: %d", resp.StatusCode)
+	}
+	big := `{"state":"` + strings.Repeat("x", 65536) + `","questions":{"a":{"type":"noul"}}}`
+	if r := g.post(key, big); r.Status != 413 || r.code() != "body_too_large" {
+		t.Errorf("oversize: %d %q", r.Status, r.code())
+	}
+	if n := len(g.vendor.received()); n != 0 {
+		t.Errorf("upstream called %d times", n)
+	}
+	if g.balance(acct) != 50 {
+		t.Errorf("balance %d", g.balance(acct))
+	}
+	g.checkInvariant()
+}
+
+func TestKeysThatCannotAuthenticate(t *testing.T) {
+	g := startGateway(t, "", nil)
+	acct, key := g.account(10)
+	g.exec(`UPDATE api_keys SET revoked_at = 1 WHERE account_id = ?`, str(acct))
+	_, other := g.account(10)
+	forged := other[:len(other)-10] + "aaaaaaaaaa" // bad checksum: refused without a lookup
+	for name, k := range map[string]string{"revoked": key, "malformed": forged, "unknown": strings.Replace(other, other[17:20], "zzz", 1), "missing": ""} {
+		r := g.post(k, simpleRequest)
+		if r.Status != 401 || (r.code() != "invalid_api_key" && r.code() != "missing_api_key") {
+			t.Errorf("%s: %d %q", name, r.Status, r.code())
+		}
+	}
+	if len(g.vendor.received()) != 0 {
+		t.Error("upstream called")
+	}
+}
+
+func TestInsufficientCreditsRefusedBeforeUpstream(t *testing.T) {
+	g := startGateway(t, "", nil)
+	acct, key := g.account(1)
+	two := `{"state":"s","questions":{"a":{"type":"noul"},"b":{"type":"noul"}}}` // costs 2
+	r := g.post(key, two, "Idempotency-Key", "k1")
+	if r.Status != 402 || r.code() != "insufficient_credits" {
+		t.Fatalf("%d %q", r.Status, r.code())
+	}
+	if len(g.vendor.received()) != 0 || g.balance(acct) != 1 {
+		t.Fatal("charged or called")
+	}
+	// The key was not consumed by the refused attempt.
+	g.exec(`UPDATE accounts SET balance = balance + 5 WHERE id = ?`, str(acct))
+	g.exec(`INSERT INTO credit_entries (account_id, delta, kind, created_at) VALUES (?, 5, 'grant', 0)`, str(acct))
+	if r := g.post(key, two, "Idempotency-Key", "k1"); r.Status != 200 || r.Header.Get("X-Service-Credits") != "2" {
+		t.Fatalf("after top-up: %d %s", r.Status, r.Body)
+	}
+	g.checkInvariant()
+}
+
+func TestAccountRateLimitCountsReplaysAndSharesAcrossKeys(t *testing.T) {
+	g := startGateway(t, "", map[string]string{"SERVICE_RATE_LIMIT": "3"})
+	acct, key := g.account(100)
+	second := g.addKey(acct)
+	g.post(key, simpleRequest, "Idempotency-Key", "same")
+	g.post(key, simpleRequest, "Idempotency-Key", "same") // a replay still counts
+	if r := g.post(second, simpleRequest); r.Status != 200 || r.Header.Get("X-Ratelimit-Remaining") != "0" {
+		t.Fatalf("third: %d remaining %q", r.Status, r.Header.Get("X-Ratelimit-Remaining"))
+	}
+	r := g.post(key, simpleRequest)
+	if r.Status != 429 || r.code() != "rate_limit_exceeded" {
+		t.Fatalf("fourth: %d %q", r.Status, r.code())
+	}
+	if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 || ra > 60 {
+		t.Errorf("Retry-After %q", r.Header.Get("Retry-After"))
+	}
+	if r.Header.Get("X-Ratelimit-Remaining") != "" {
+		t.Error("rate headers on a refused attempt")
+	}
+	if n := len(g.vendor.received()); n != 2 {
+		t.Errorf("upstream calls %d, want 2", n)
+	}
+}
+
+func TestAuthenticationAttemptsLimitedPerClientAddress(t *testing.T) {
+	g := startGateway(t, "", nil)
+	_, key := g.account(10)
+	g.exec(`INSERT INTO rate_windows (scope, window_start, count)
+VALUES ('auth:' || ?, ? / 60 * 60, 600) ON CONFLICT (scope, window_start) DO UPDATE SET count = 600`, str(hashOfLoopback), abi.Int64(time.Now().Unix()))
+	if r := g.post(key, simpleRequest); r.Status != 429 || r.code() != "auth_rate_limited" {
+		t.Fatalf("%d %q %s", r.Status, r.code(), r.Body)
+	}
+}
+
+func TestUpstreamAnswersMappedAndRefunded(t *testing.T) {
+	cases := []struct {
+		name    string
+		respond func(w http.ResponseWriter)
+		status  int
+		source  string
+		code    string
+		check   func(t *testing.T, r reply)
+	}{
+		{"json error kept", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			w.Write([]byte(`{"error":{"type":"invalid_request","message":"vendor says no"}}`))
+		}, 400, "upstream", "upstream_rejected_request", func(t *testing.T, r reply) {
+			if string(r.Body) != `{"error":{"type":"invalid_request","message":"vendor says no"}}` {
+				t.Errorf("body %s", r.Body)
+			}
+		}},
+		{"busy keeps retry-after", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "Wed, 21 Oct 2026 07:28:00 GMT")
+			w.WriteHeader(429)
+			w.Write([]byte(`{"error":"busy"}`))
+		}, 429, "upstream", "provider_busy", func(t *testing.T, r reply) {
+			if r.Header.Get("Retry-After") != "Wed, 21 Oct 2026 07:28:00 GMT" {
+				t.Errorf("Retry-After %q", r.Header.Get("Retry-After"))
+			}
+		}},
+		{"non-json error replaced", func(w http.ResponseWriter) {
+			w.WriteHeader(500)
+			w.Write([]byte("<html>oops</html>"))
+		}, 502, "platform", "upstream_invalid_response", nil},
+		{"redirect not followed", func(w http.ResponseWriter) {
+			w.Header().Set("Location", "http://127.0.0.1:1/elsewhere")
+			w.WriteHeader(302)
+		}, 502, "platform", "upstream_invalid_response", func(t *testing.T, r reply) {
+			if r.Header.Get("Location") != "" {
+				t.Error("Location forwarded")
+			}
+		}},
+		{"invalid answer replaced", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"model":"m","answers":{"fruit":{"type":"choice","choice":"banana","probabilities":{"apple":0.5,"pear":0.5},"confidence":1}}}`))
+		}, 502, "platform", "invalid_upstream_answer", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := startGateway(t, "", nil)
+			acct, key := g.account(10)
+			g.vendor.respond = func(w http.ResponseWriter, _ *http.Request, _ []byte) { c.respond(w) }
+			r := g.post(key, simpleRequest, "Idempotency-Key", "k")
+			if r.Status != c.status || r.Header.Get("X-Service-Error-Source") != c.source || r.code() != c.code {
+				t.Fatalf("%d %q %q %s", r.Status, r.Header.Get("X-Service-Error-Source"), r.code(), r.Body)
+			}
+			if r.Header.Get("X-Service-Credits") != "0" || g.balance(acct) != 10 {
+				t.Errorf("credits %q, balance %d: not refunded", r.Header.Get("X-Service-Credits"), g.balance(acct))
+			}
+			if c.check != nil {
+				c.check(t, r)
+			}
+			// The failed attempt is recorded: the key cannot be reused.
+			if again := g.post(key, simpleRequest, "Idempotency-Key", "k"); again.Status != 409 || again.code() != "idempotency_failed" {
+				t.Errorf("reuse: %d %q", again.Status, again.code())
+			}
+			g.checkInvariant()
+		})
+	}
+}
+
+func TestUpstreamTimeoutIsAPlatformErrorAndRefunded(t *testing.T) {
+	g := startGateway(t, "", map[string]string{"GATEWAY_REQUEST_TIMEOUT": "2s"})
+	acct, key := g.account(10)
+	g.vendor.respond = func(w http.ResponseWriter, r *http.Request, body []byte) {
+		select {
+		case <-time.After(3 * time.Second):
+		case <-r.Context().Done():
+		}
+	}
+	r := g.post(key, simpleRequest)
+	if r.Status != 504 || r.code() != "upstream_timeout" || r.Header.Get("X-Service-Credits") != "0" || g.balance(acct) != 10 {
+		t.Fatalf("%d %q credits %q balance %d", r.Status, r.code(), r.Header.Get("X-Service-Credits"), g.balance(acct))
+	}
+	g.checkInvariant()
+}
+
+func TestOperatorKeyNeverReachesTheCaller(t *testing.T) {
+	g := startGateway(t, "", nil)
+	_, key := g.account(10)
+	g.vendor.respond = func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		// A misbehaving vendor echoes the credential it received.
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Authorization", r.Header.Get("Authorization"))
+		w.Header().Set("X-Echo", r.Header.Get("Authorization"))
+		w.WriteHeader(401)
+		w.Write([]byte(`{"error":"bad key"}`))
+	}
+	r := g.post(key, simpleRequest)
+	var all bytes.Buffer
+	r.Header.Write(&all)
+	if strings.Contains(all.String(), operatorKey) {
+		t.Fatalf("operator key in response headers:\n%s", all.String())
+	}
+	if got := g.vendor.received()[0].Header.Get("Authorization"); strings.Contains(got, key) {
+		t.Fatal("the caller's key reached the upstream")
+	}
+}

@@ -1,0 +1,274 @@
+package decide_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"decisiongateway/wasm-host/testenv"
+)
+
+func TestReplayReturnsRetainedAnswerWithoutNewInference(t *testing.T) {
+	backends(t, func(t *testing.T, ledger string) {
+		g := startGateway(t, ledger, nil)
+		acct, key := g.account(10)
+		first := g.post(key, simpleRequest, "Idempotency-Key", "op-1")
+		// Same canonical request: other key order, whitespace and escapes.
+		same := `{ "questions":{"fruit":{"criteria":{"pear":"a pear","apple":"an \u0061pple"},"type":"choice"}}, "state":"a red apple", "model":"model-x" }`
+		again := g.post(key, same, "Idempotency-Key", "op-1")
+		if again.Status != first.Status || string(again.Body) != string(first.Body) {
+			t.Fatalf("replay %d %s", again.Status, again.Body)
+		}
+		for h, want := range map[string]string{
+			"X-Idempotency-Replayed":  "true",
+			"X-Service-Credits":       "0",
+			"X-Request-Id":            first.Header.Get("X-Request-Id"),
+			"X-Service-Response-Mode": "vendor-native",
+			"X-Upstream-Request-Id":   "vrid-1",
+			"Content-Type":            first.Header.Get("Content-Type"),
+		} {
+			if again.Header.Get(h) != want {
+				t.Errorf("%s = %q, want %q", h, again.Header.Get(h), want)
+			}
+		}
+		if n := len(g.vendor.received()); n != 1 {
+			t.Errorf("upstream calls %d", n)
+		}
+		if g.balance(acct) != 9 {
+			t.Errorf("balance %d", g.balance(acct))
+		}
+	})
+}
+
+func TestDifferentCanonicalRequestConflicts(t *testing.T) {
+	g := startGateway(t, "", nil)
+	_, key := g.account(10)
+	g.post(key, simpleRequest, "Idempotency-Key", "op")
+	variants := map[string]string{
+		"model":         strings.Replace(simpleRequest, "model-x", "model-y", 1),
+		"number value":  `{"model":"model-x","state":[0.1000000000000000055511151231257827],"questions":{"fruit":{"type":"choice","criteria":{"apple":"an apple","pear":"a pear"}}}}`,
+		"default model": strings.Replace(simpleRequest, `"model":"model-x",`, "", 1),
+	}
+	for name, body := range variants {
+		if r := g.post(key, body, "Idempotency-Key", "op"); r.Status != 409 || r.code() != "idempotency_conflict" {
+			t.Errorf("%s: %d %q", name, r.Status, r.code())
+		}
+	}
+	// Rubric order matters for score questions.
+	g.post(key, `{"state":null,"questions":{"s":{"type":"score","criteria":["low","high"]}}}`, "Idempotency-Key", "rubric")
+	if r := g.post(key, `{"state":null,"questions":{"s":{"type":"score","criteria":["high","low"]}}}`, "Idempotency-Key", "rubric"); r.code() != "idempotency_conflict" {
+		t.Errorf("rubric order: %d %q", r.Status, r.code())
+	}
+	// Numbers compare by exact value: 1e2 equals 100.
+	g.post(key, `{"state":[100],"questions":{"q":{"type":"noul"}}}`, "Idempotency-Key", "num")
+	if r := g.post(key, `{"state":[1e2],"questions":{"q":{"type":"noul"}}}`, "Idempotency-Key", "num"); r.Header.Get("X-Idempotency-Replayed") != "true" {
+		t.Errorf("1e2 vs 100: %d %q", r.Status, r.code())
+	}
+}
+
+func TestPendingKeyAnswersInProgress(t *testing.T) {
+	g := startGateway(t, "", nil)
+	_, key := g.account(10)
+	gate := make(chan struct{})
+	g.vendor.inflight = gate
+	done := make(chan reply)
+	go func() { done <- g.post(key, simpleRequest, "Idempotency-Key", "slow") }()
+	waitFor(t, func() bool { return len(g.vendor.received()) == 1 })
+	r := g.post(key, simpleRequest, "Idempotency-Key", "slow")
+	if r.Status != 409 || r.code() != "request_in_progress" || r.Header.Get("Retry-After") == "" {
+		t.Errorf("%d %q Retry-After %q", r.Status, r.code(), r.Header.Get("Retry-After"))
+	}
+	close(gate)
+	if first := <-done; first.Status != 200 {
+		t.Fatalf("first %d", first.Status)
+	}
+}
+
+func TestExpiredKeyStartsNewBilledOperation(t *testing.T) {
+	g := startGateway(t, "", map[string]string{"SERVICE_IDEMPOTENCY_TTL": "1s"})
+	acct, key := g.account(10)
+	g.post(key, simpleRequest, "Idempotency-Key", "short")
+	time.Sleep(2100 * time.Millisecond)
+	r := g.post(key, simpleRequest, "Idempotency-Key", "short")
+	if r.Status != 200 || r.Header.Get("X-Idempotency-Replayed") != "" || r.Header.Get("X-Service-Credits") != "1" {
+		t.Fatalf("%d replayed %q credits %q", r.Status, r.Header.Get("X-Idempotency-Replayed"), r.Header.Get("X-Service-Credits"))
+	}
+	if g.balance(acct) != 8 || len(g.vendor.received()) != 2 {
+		t.Fatalf("balance %d, calls %d", g.balance(acct), len(g.vendor.received()))
+	}
+}
+
+func TestConcurrentSameKeyMakesOneUpstreamCallAndOneCharge(t *testing.T) {
+	backends(t, func(t *testing.T, ledger string) {
+		g := startGateway(t, ledger, nil)
+		acct, key := g.account(100)
+		var wg sync.WaitGroup
+		replies := make([]reply, 20)
+		for i := range replies {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				replies[i] = g.post(key, simpleRequest, "Idempotency-Key", "hammer")
+			}(i)
+		}
+		wg.Wait()
+		ok, charged := 0, 0
+		for _, r := range replies {
+			switch {
+			case r.Status == 200:
+				ok++
+				if r.Header.Get("X-Service-Credits") == "1" {
+					charged++
+				}
+			case r.Status == 409 && r.code() == "request_in_progress":
+			default:
+				t.Errorf("unexpected %d %q %s", r.Status, r.code(), r.Body)
+			}
+		}
+		if n := len(g.vendor.received()); n != 1 || charged != 1 || ok < 1 {
+			t.Fatalf("upstream calls %d, charged %d, ok %d", n, charged, ok)
+		}
+		if g.balance(acct) != 99 {
+			t.Fatalf("balance %d", g.balance(acct))
+		}
+		g.checkInvariant()
+	})
+}
+
+func TestUnsettledChargeOmitsCreditsAndNextDecisionReconciles(t *testing.T) {
+	g := startGateway(t, "", nil)
+	acct, key := g.account(10)
+	// The ledger refuses to settle once the upstream has answered.
+	g.vendor.respond = func(w http.ResponseWriter, r *http.Request, body []byte) {
+		g.exec(`CREATE TRIGGER no_settle BEFORE UPDATE OF state ON requests WHEN NEW.state <> 'pending' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`)
+		answerValid(w, body)
+	}
+	r := g.post(key, simpleRequest, "Idempotency-Key", "lost")
+	if r.Status != 200 {
+		t.Fatalf("status %d", r.Status)
+	}
+	if _, present := r.Header["X-Service-Credits"]; present {
+		t.Fatalf("X-Service-Credits %q present although the charge was not settled", r.Header.Get("X-Service-Credits"))
+	}
+	g.exec(`DROP TRIGGER no_settle`)
+	g.vendor.respond = nil
+	next := g.post(key, simpleRequest)
+	if next.Status != 503 || next.code() != "request_reconciliation_pending" {
+		t.Fatalf("next: %d %q", next.Status, next.code())
+	}
+	if after := g.post(key, simpleRequest); after.Status != 200 {
+		t.Fatalf("after reconciliation: %d %s", after.Status, after.Body)
+	}
+	// The unsettled attempt was refunded and its key failed.
+	if g.balance(acct) != 9 {
+		t.Errorf("balance %d", g.balance(acct))
+	}
+	if r := g.post(key, simpleRequest, "Idempotency-Key", "lost"); r.code() != "idempotency_failed" {
+		t.Errorf("key after reconciliation: %d %q", r.Status, r.code())
+	}
+	g.checkInvariant()
+}
+
+// TestKilledHostLeavesNoKeyPendingAndNoCreditLost runs the real binary,
+// kills it (SIGKILL) while its upstream call is in flight, and checks that
+// the pending attempt is settled — failed and refunded — once its lease ends.
+func TestKilledHostLeavesNoKeyPendingAndNoCreditLost(t *testing.T) {
+	g := startGateway(t, "", map[string]string{"GATEWAY_REQUEST_TIMEOUT": "1s"})
+	ledgerURL := g.App.Config.LedgerURL
+	acct, key := g.account(10)
+	g.vendor.inflight = make(chan struct{}) // never answers while the host lives
+	addr := freeAddr(t)
+	cmd := exec.Command(testenv.Binary(t), "serve")
+	cmd.Env = append(os.Environ(), "SERVICE_ADDR="+addr, "LIBSQL_URL="+ledgerURL, "UPSTREAM_KIND=vendor",
+		"UPSTREAM_URL="+g.vendor.server.URL+"/v1", "UPSTREAM_API_KEY="+operatorKey, "GATEWAY_REQUEST_TIMEOUT=1s",
+		"GATEWAY_FUNCTIONS_DIR="+filepath.Join(testenv.Root(t), "build", "functions"), "GATEWAY_DATA_DIR="+t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		resp, err := http.Get("http://" + addr + "/api/service/config")
+		return err == nil && resp.StatusCode == 200
+	})
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/service", strings.NewReader(simpleRequest))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Idempotency-Key", "doomed")
+		http.DefaultClient.Do(req)
+	}()
+	waitFor(t, func() bool { return len(g.vendor.received()) == 1 })
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	close(g.vendor.inflight)
+	g.vendor.inflight = nil
+	if g.balance(acct) != 9 {
+		t.Fatalf("reservation not held while pending: balance %d", g.balance(acct))
+	}
+	// Within the lease the attempt is presumed alive and the sweeper leaves it.
+	if n, err := g.App.Sweep(context.Background(), time.Now()); err != nil || n != 0 {
+		t.Fatalf("sweep within the lease settled %d (%v)", n, err)
+	}
+	if r := g.post(key, simpleRequest, "Idempotency-Key", "doomed"); r.code() != "request_in_progress" {
+		t.Fatalf("within lease: %d %q", r.Status, r.code())
+	}
+	time.Sleep(7500 * time.Millisecond) // lease = 1s deadline + 5s, in whole seconds
+	if r := g.post(key, simpleRequest, "Idempotency-Key", "doomed"); r.code() != "request_reconciliation_pending" {
+		t.Fatalf("after lease: %d %q %s", r.Status, r.code(), r.Body)
+	}
+	if r := g.post(key, simpleRequest, "Idempotency-Key", "doomed"); r.code() != "idempotency_failed" {
+		t.Fatalf("key: %d %q", r.Status, r.code())
+	}
+	if g.balance(acct) != 10 {
+		t.Fatalf("credit lost: balance %d", g.balance(acct))
+	}
+	pending := g.exec(`SELECT COUNT(*) FROM requests WHERE state = 'pending'`).Steps[0].First().AsInt()
+	if pending != 0 {
+		t.Fatalf("%d attempts still pending", pending)
+	}
+	g.checkInvariant()
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 15s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestSweeperSettlesExpiredLeases(t *testing.T) {
+	g := startGateway(t, "", nil)
+	acct, _ := g.account(10)
+	// An attempt whose host vanished: reserved, pending, lease over.
+	g.exec(`UPDATE accounts SET balance = balance - 3 WHERE id = ?`, str(acct))
+	g.exec(`INSERT INTO credit_entries (account_id, delta, kind, request_id, created_at) VALUES (?, -3, 'reserve', 'r-gone', 0)`, str(acct))
+	g.exec(`INSERT INTO requests (id, account_id, source, model, questions, cost, state, idem_key, lease_until, created_at)
+VALUES ('r-gone', ?, 'api', 'm', 3, 3, 'pending', 'k-gone', 5, 0)`, str(acct))
+	g.exec(`INSERT INTO idempotency (account_id, key, fingerprint, state, request_id, created_at, expires_at)
+VALUES (?, 'k-gone', 'f', 'pending', 'r-gone', 0, 99999999999)`, str(acct))
+	n, err := g.App.Sweep(context.Background(), time.Now())
+	if err != nil || n != 1 {
+		t.Fatalf("swept %d, %v", n, err)
+	}
+	if g.balance(acct) != 10 {
+		t.Errorf("balance %d", g.balance(acct))
+	}
+	state := g.exec(`SELECT state FROM idempotency WHERE key = 'k-gone'`).Steps[0].First().AsString()
+	if state != "failed" {
+		t.Errorf("idempotency state %q", state)
+	}
+	if n, _ := g.App.Sweep(context.Background(), time.Now()); n != 0 {
+		t.Errorf("second sweep settled %d again", n)
+	}
+	g.checkInvariant()
+}

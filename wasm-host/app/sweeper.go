@@ -1,0 +1,48 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/ledgerq"
+)
+
+// hostLedger lets host-side code run the same batches functions run.
+type hostLedger struct {
+	ctx context.Context
+	a   *App
+}
+
+func (l hostLedger) Exec(b *abi.Batch) (abi.BatchResult, error) {
+	return l.a.Ledger.Exec(l.ctx, b), nil
+}
+
+// Sweep settles every decision attempt whose lease ended before now (its
+// host died or could not settle): failed, refunded, its idempotency key
+// failed. It returns how many it settled.
+func (a *App) Sweep(ctx context.Context, now time.Time) (int64, error) {
+	return ledgerq.Reconcile(hostLedger{ctx, a}, "", now)
+}
+
+// StartSweeper runs Sweep every interval until ctx ends. Every host may run
+// one: the batch is atomic and settles an attempt at most once.
+func (a *App) StartSweeper(ctx context.Context, every time.Duration) {
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				n, err := a.Sweep(ctx, now)
+				if err != nil {
+					a.Log.Warn("sweeper: reconciliation failed", "error", err.Error())
+				} else if n > 0 {
+					a.Log.Warn("sweeper: settled attempts whose lease had ended", "count", n)
+				}
+			}
+		}
+	}()
+}
