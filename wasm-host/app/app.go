@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"decisiongateway/functions/console"
 	"decisiongateway/shared/abi"
 	"decisiongateway/wasm-host/egress"
 	"decisiongateway/wasm-host/hostconfig"
@@ -78,6 +79,8 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		handlers[name] = f
 	}
 	a.Server = &server.Server{Routes: routes.Table, Functions: handlers, Timeout: cfg.RequestTimeout, Log: log}
+	// GET requests no route takes are the browser console's page and assets.
+	a.Server.Static = console.Handler()
 	return a, nil
 }
 

@@ -1,0 +1,44 @@
+package console
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestAssetsCarryNoStoreAndCSP(t *testing.T) {
+	h := Handler()
+	for path, typ := range map[string]string{"/": "text/html", "/console.js": "text/javascript", "/json.js": "text/javascript", "/console.css": "text/css"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), typ) {
+			t.Errorf("%s: %d %q", path, rec.Code, rec.Header().Get("Content-Type"))
+		}
+		if rec.Header().Get("Cache-Control") != "no-store" || !strings.Contains(rec.Header().Get("Content-Security-Policy"), "script-src 'self'") ||
+			!strings.Contains(rec.Header().Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+			t.Errorf("%s: headers %v", path, rec.Header())
+		}
+	}
+}
+
+func TestUnknownPathIsPlatformNotFound(t *testing.T) {
+	for _, path := range []string{"/nope", "/static/index.html", "/../go.mod", "/console.go"} {
+		rec := httptest.NewRecorder()
+		Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != 404 || rec.Header().Get("X-Service-Error-Code") != "not_found" || rec.Header().Get("Cache-Control") != "no-store" {
+			t.Errorf("%s: %d %v", path, rec.Code, rec.Header())
+		}
+	}
+}
+
+// The page must work under its own CSP: no inline script, style or
+// event-handler attribute.
+func TestPageHasNothingInline(t *testing.T) {
+	page, _ := files.ReadFile("static/index.html")
+	for _, bad := range []string{"<script>", "style=", " onclick=", " onload=", "<style"} {
+		if strings.Contains(string(page), bad) {
+			t.Errorf("index.html contains %q", bad)
+		}
+	}
+}

@@ -1,0 +1,179 @@
+package accounts
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fastjson"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/keys"
+	"decisiongateway/shared/platform"
+	"decisiongateway/shared/policy"
+	"decisiongateway/shared/settings"
+)
+
+// Error codes of the console and sign-in routes (schema/errors.md,
+// "Console and sign-in").
+const (
+	CodeBearerNotAccepted  = "bearer_not_accepted"
+	CodeSessionRequired    = "session_required"
+	CodeOriginNotAllowed   = "origin_not_allowed"
+	CodeInvalidRequest     = "invalid_request"
+	CodeInvalidEmail       = "invalid_email"
+	CodeInvalidKeyName     = "invalid_key_name"
+	CodeKeyLimitReached    = "key_limit_reached"
+	CodeKeyCreationLimited = "key_creation_rate_limited"
+	CodeKeyNotFound        = "key_not_found"
+	CodeSignInRateLimited  = "signin_rate_limited"
+	CodeMailNotConfigured  = "mail_not_configured"
+	CodeMailFailed         = "mail_failed"
+	// CodeLedgerUnavailable is the decision path's code for the same
+	// condition, shared so clients need one rule for it.
+	CodeLedgerUnavailable = "ledger_unavailable"
+)
+
+// Gate is what a console route needs to know before it does its work.
+type Gate struct {
+	Settings settings.Settings
+	Store    *Store
+	Session  Session
+}
+
+// Check authorises a console request (spec §5): it refuses any
+// Authorization header (an API key never substitutes for a session, and a
+// client that sends one should hear so rather than be treated as signed
+// out), requires for writes an Origin header exactly equal to
+// SERVICE_ORIGIN (a cross-site form or script cannot forge it, and an exact
+// compare leaves no prefix or suffix tricks), then looks up the session
+// cookie. ok is false when resp is the answer to send.
+func Check(env *platform.Env, req *abi.Request, write bool) (g Gate, resp abi.Response, ok bool) {
+	g.Settings = settings.Read(env.Config)
+	g.Store = New(env.Ledger)
+	if req.Headers.Has("authorization") {
+		return g, policy.Error(401, CodeBearerNotAccepted, "this endpoint takes a signed-in browser session; an Authorization header (API key) is not accepted here"), false
+	}
+	if write {
+		if r, ok := CheckOrigin(&g.Settings, req); !ok {
+			return g, r, false
+		}
+	}
+	secret := SessionCookieValue(req)
+	if secret == "" {
+		return g, policy.Error(401, CodeSessionRequired, "sign in first: no session cookie was sent"), false
+	}
+	sess, found, err := g.Store.LookupSession(secret)
+	if err != nil {
+		return g, Failure(err), false
+	}
+	if !found {
+		return g, policy.Error(401, CodeSessionRequired, "the session has ended or expired; sign in again"), false
+	}
+	g.Session = sess
+	return g, abi.Response{}, true
+}
+
+// CheckOrigin requires exactly one Origin header equal to SERVICE_ORIGIN.
+func CheckOrigin(s *settings.Settings, req *abi.Request) (abi.Response, bool) {
+	var origin string
+	n := 0
+	for _, h := range req.Headers {
+		if h.Name == "origin" {
+			origin = h.Value
+			n++
+		}
+	}
+	want := strings.TrimSuffix(s.Origin, "/")
+	switch {
+	case n == 0:
+		return policy.Error(403, CodeOriginNotAllowed, "this request changes state and must carry an Origin header equal to "+want), false
+	case n > 1 || origin != want:
+		return policy.Error(403, CodeOriginNotAllowed, "the Origin header must be exactly "+want), false
+	}
+	return abi.Response{}, true
+}
+
+// SessionCookieValue returns the dg_session cookie of a request ("" when
+// absent). Several Cookie header fields are joined first, as HTTP/2 may
+// split them.
+func SessionCookieValue(req *abi.Request) string {
+	var all string
+	for _, h := range req.Headers {
+		if h.Name == "cookie" {
+			if all != "" {
+				all += "; "
+			}
+			all += h.Value
+		}
+	}
+	return keys.Cookie(all, keys.SessionCookie)
+}
+
+// SessionSetCookie is the Set-Cookie value that installs a session:
+// HttpOnly (no script can read it), SameSite=Lax (not sent on cross-site
+// subrequests or form posts), Secure when the console is served over
+// https, scoped to the whole origin because the console and its API share
+// it.
+func SessionSetCookie(s *settings.Settings, secret string) string {
+	return cookie(s, secret, SessionTTL)
+}
+
+// ClearSessionCookie is the Set-Cookie value that removes the cookie.
+func ClearSessionCookie(s *settings.Settings) string { return cookie(s, "", 0) }
+
+func cookie(s *settings.Settings, value string, maxAge int64) string {
+	c := keys.SessionCookie + "=" + value + "; Path=/; Max-Age=" + strconv.FormatInt(maxAge, 10) + "; HttpOnly; SameSite=Lax"
+	if strings.HasPrefix(s.Origin, "https://") {
+		c += "; Secure"
+	}
+	return c
+}
+
+// ClientHash is the stored identity of a client address for rate limits:
+// the ledger never holds an address in clear.
+func ClientHash(req *abi.Request) string { return keys.Hash("client:" + req.ClientAddr)[:32] }
+
+// StringField reads one string member of a small JSON object body (the
+// console's {"name":…} and {"email":…}). ok is false when the body is not
+// an object or the member is absent or not a string.
+func StringField(body []byte, name string) (string, bool) {
+	var p fastjson.Parser
+	v, err := p.ParseBytes(body)
+	if err != nil || v.Type() != fastjson.TypeObject {
+		return "", false
+	}
+	f := v.Get(name)
+	if f == nil || f.Type() != fastjson.TypeString {
+		return "", false
+	}
+	b, _ := f.StringBytes()
+	return string(b), true
+}
+
+// Failure maps an error of this package to its platform error.
+func Failure(err error) abi.Response {
+	var rl *RateLimited
+	switch {
+	case errors.As(err, &rl):
+		code := CodeSignInRateLimited
+		msg := "too many sign-in requests; wait before asking for another link"
+		if rl.Scope == "keycreate" {
+			code, msg = CodeKeyCreationLimited, "at most 10 keys can be created per minute"
+		}
+		r := policy.Error(429, code, msg)
+		r.Headers.Set(policy.HRetryAfter, strconv.FormatInt(max(rl.RetryAfter, 1), 10))
+		return r
+	case errors.Is(err, ErrInvalidEmail):
+		return policy.Error(400, CodeInvalidEmail, "send {\"email\": <address>} with a valid e-mail address")
+	case errors.Is(err, ErrInvalidName):
+		return policy.Error(400, CodeInvalidKeyName, "the key name must be 1 to 64 characters with a non-space character and no control character")
+	case errors.Is(err, ErrKeyLimit):
+		return policy.Error(409, CodeKeyLimitReached, "an account can have at most 20 active keys; revoke one first")
+	case errors.Is(err, ErrKeyNotFound):
+		return policy.Error(404, CodeKeyNotFound, "no active key with this id belongs to the signed-in account")
+	}
+	r := policy.Error(503, CodeLedgerUnavailable, "the ledger could not be reached; nothing was changed, try again")
+	r.Headers.Set(policy.HRetryAfter, "1")
+	return r
+}
