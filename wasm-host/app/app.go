@@ -11,9 +11,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"decisiongateway/functions/console"
 	"decisiongateway/shared/abi"
+	"decisiongateway/wasm-host/canary"
 	"decisiongateway/wasm-host/egress"
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/ledger"
@@ -31,7 +33,15 @@ type App struct {
 	Server    *server.Server
 	Log       *slog.Logger
 	Egress    *egress.Client
+	// Releases serve each function as a stable and an optional canary
+	// version, following the ledger (`gateway release`, README).
+	Releases *canary.Table
+	handler  http.Handler
 }
+
+// releasePoll is how often a host reads the release table from the ledger:
+// a release change reaches every host within about this long.
+const releasePoll = 2 * time.Second
 
 // New opens the ledger, applies migrations, compiles every routed module
 // found in cfg.FunctionsDir and warms one instance of each. A routed module
@@ -57,6 +67,10 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		return nil, err
 	}
 	a.Engine = eng
+	a.Releases = canary.NewTable(canary.Options{
+		Engine: eng, Ledger: led, DataDir: cfg.DataDir, PoolSize: cfg.PoolSize,
+		Grace: cfg.RequestTimeout + 5*time.Second, Log: log,
+	})
 	handlers := map[string]server.Handler{}
 	for _, name := range functionNames(routes.Table) {
 		path := filepath.Join(cfg.FunctionsDir, name+".wasm")
@@ -76,19 +90,29 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 			return nil, err
 		}
 		a.Functions[name] = f
-		handlers[name] = f
+		handlers[name] = a.Releases.Add(name, wasm, f)
 	}
+	// A release that cannot be applied (its module fails to load) leaves
+	// that function on its built module rather than stopping the host.
+	if err := a.Releases.Sync(ctx); err != nil {
+		log.Error("some releases were not applied; those functions serve their built module", "error", err.Error())
+	}
+	a.Releases.Start(releasePoll)
 	a.Server = &server.Server{Routes: routes.Table, Functions: handlers, Timeout: cfg.RequestTimeout, Log: log}
 	// GET requests no route takes are the browser console's page and assets.
 	a.Server.Static = console.Handler()
+	a.handler = a.Releases.Wrap(a.Server)
 	return a, nil
 }
 
 // Handler is the host's HTTP handler.
-func (a *App) Handler() http.Handler { return a.Server }
+func (a *App) Handler() http.Handler { return a.handler }
 
 // Close releases the pools, the engine and the ledger.
 func (a *App) Close(ctx context.Context) {
+	if a.Releases != nil {
+		a.Releases.Close()
+	}
 	for _, f := range a.Functions {
 		f.Close()
 	}

@@ -41,6 +41,8 @@ func main() {
 		err = serve(log, os.Args[2:])
 	case "admin":
 		err = admin(log, os.Args[2:])
+	case "release":
+		err = release(os.Args[2:], os.Stdout)
 	case "routes":
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")

@@ -1,0 +1,331 @@
+package canary
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"decisiongateway/wasm-host/runtime"
+)
+
+// Options configure a Table.
+type Options struct {
+	Engine *runtime.Engine
+	Ledger Ledger
+	// DataDir is GATEWAY_DATA_DIR: released modules are kept in
+	// DataDir/releases/<function>/<sha256>.wasm.
+	DataDir string
+	// PoolSize is the number of instances of each version (GATEWAY_POOL_SIZE).
+	PoolSize int
+	// Grace is how long a replaced version's compiled code outlives its pool,
+	// so that a request which chose the version just before the change still
+	// finishes on it. The request timeout is the right value; 0 means 60 s.
+	Grace time.Duration
+	Log   *slog.Logger
+}
+
+// Table holds the releases of every function a host serves and keeps them
+// in line with the ledger.
+type Table struct {
+	opts  Options
+	store *Store
+	stats registry
+
+	mu       sync.Mutex // serialises Sync and Close
+	releases map[string]*Release
+	built    map[string]*variant            // the module in GATEWAY_FUNCTIONS_DIR, owned by the caller
+	live     map[string]map[string]*variant // function → sha256 → loaded version
+	pools    map[*variant]*runtime.Function // versions this Table loaded and must close
+	modules  map[*variant]*runtime.Module
+	applied  map[string]int64   // generation applied per function
+	windows  map[string]*window // current canary window per function
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// NewTable returns an empty Table. Add the host's functions, call Sync once
+// before serving, then Start.
+func NewTable(o Options) *Table {
+	if o.Grace <= 0 {
+		o.Grace = 60 * time.Second
+	}
+	if o.PoolSize < 1 {
+		o.PoolSize = 1
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Table{
+		opts: o, store: NewStore(o.Ledger),
+		releases: map[string]*Release{}, built: map[string]*variant{},
+		live: map[string]map[string]*variant{}, pools: map[*variant]*runtime.Function{},
+		modules: map[*variant]*runtime.Module{}, applied: map[string]int64{}, windows: map[string]*window{},
+	}
+}
+
+// Store is the ledger state the Table follows.
+func (t *Table) Store() *Store { return t.store }
+
+// Add registers a function with its built module (wasm, served by fn) and
+// returns the Release that serves it. Until the ledger names another stable
+// version, everyone gets the built one. fn stays the caller's to close.
+func (t *Table) Add(function string, wasm []byte, fn Handler) *Release {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v := VersionOf(function, wasm)
+	b := &variant{version: v, fn: fn, stats: t.stats.stats(v)}
+	t.built[function] = b
+	t.live[function] = map[string]*variant{v.SHA256: b}
+	r := &Release{function: function, log: t.opts.Log}
+	r.plan.Store(&plan{stable: b, bound: DefaultBound})
+	r.onRollback = t.recordRollback
+	t.releases[function] = r
+	return r
+}
+
+// recordRollback writes a host's automatic rollback to the ledger, so the
+// other hosts drop the canary too and the operator sees why.
+func (t *Table) recordRollback(rb Rollback) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := t.store.AutoRollback(ctx, rb); err != nil {
+		t.opts.Log.Error("canary rollback not recorded in the ledger; this host keeps it rolled back",
+			"function", rb.Canary.Function, "canary", rb.Canary.Label(), "error", err.Error())
+	}
+}
+
+// Sync reads every release from the ledger and applies those that changed
+// since the last Sync. A version that cannot be loaded leaves its function's
+// release as it was (the error says why) and is tried again next time.
+func (t *Table) Sync(ctx context.Context) error {
+	states, err := t.store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var firstErr error
+	for _, st := range states {
+		if _, served := t.releases[st.Function]; !served || t.applied[st.Function] == st.Generation {
+			continue
+		}
+		if err := t.apply(ctx, st); err != nil {
+			t.opts.Log.Error("release not applied", "function", st.Function, "error", err.Error())
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		t.applied[st.Function] = st.Generation
+	}
+	return firstErr
+}
+
+// apply makes r serve st. Versions are reused across plans by hash, so a
+// promotion keeps the canary's warm pool and its counters.
+func (t *Table) apply(ctx context.Context, st State) error {
+	fn := st.Function
+	stable, err := t.variant(ctx, fn, st.StableSHA)
+	if err != nil {
+		return err
+	}
+	p := &plan{stable: stable, bound: st.Bound}
+	if st.CanarySHA != "" && st.CanarySHA != stable.version.SHA256 {
+		w := t.windows[fn]
+		if w == nil || w.sha != st.CanarySHA || w.since != st.CanarySince {
+			w = &window{sha: st.CanarySHA, since: st.CanarySince}
+			t.windows[fn] = w
+		}
+		// A tripped window means this host rolled the canary back and the
+		// ledger has not caught up yet: it must not serve again meanwhile.
+		if !w.tripped.Load() {
+			c, err := t.variant(ctx, fn, st.CanarySHA)
+			if err != nil {
+				return err
+			}
+			p.canary, p.share, p.window = c, st.Share, w
+		}
+	}
+	r := t.releases[fn]
+	r.plan.Store(p)
+	attrs := []any{"function", fn, "stable", stable.version.Label(), "generation", st.Generation}
+	if p.canary != nil {
+		attrs = append(attrs, "canary", p.canary.version.Label(), "share", FormatPercent(p.share))
+	}
+	t.opts.Log.Info("release applied", attrs...)
+	t.retire(fn, p)
+	return nil
+}
+
+// variant returns the loaded version sha of fn ("" is the built module),
+// loading, compiling and warming it on first use.
+func (t *Table) variant(ctx context.Context, fn, sha string) (*variant, error) {
+	if sha == "" {
+		return t.built[fn], nil
+	}
+	if v, ok := t.live[fn][sha]; ok {
+		return v, nil
+	}
+	ver := Version{Function: fn, SHA256: sha}
+	wasm, err := t.moduleBytes(ctx, ver)
+	if err != nil {
+		return nil, err
+	}
+	m, err := t.opts.Engine.Compile(ctx, fn, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ver.Label(), err)
+	}
+	pool, err := runtime.NewFunction(ctx, m, t.opts.PoolSize, 1)
+	if err != nil {
+		m.Close(ctx)
+		return nil, fmt.Errorf("%s: %w", ver.Label(), err)
+	}
+	v := &variant{version: ver, fn: pool, stats: t.stats.stats(ver)}
+	t.live[fn][sha] = v
+	t.pools[v], t.modules[v] = pool, m
+	return v, nil
+}
+
+// moduleBytes returns a released module, from this host's copy when it has
+// one whose hash checks, otherwise from the ledger (keeping a copy).
+func (t *Table) moduleBytes(ctx context.Context, v Version) ([]byte, error) {
+	path := ModulePath(t.opts.DataDir, v)
+	if b, err := os.ReadFile(path); err == nil && sha256Hex(b) == v.SHA256 {
+		return b, nil
+	}
+	b, err := t.store.Module(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	if sha256Hex(b) != v.SHA256 {
+		return nil, fmt.Errorf("release module %s in the ledger does not match its hash", v.Label())
+	}
+	if err := WriteModule(t.opts.DataDir, v, b); err != nil {
+		t.opts.Log.Warn("release module not cached on disk", "version", v.Label(), "error", err.Error())
+	}
+	return b, nil
+}
+
+// retire closes the loaded versions of fn that p no longer uses. Their pools
+// stop at once; their compiled code goes after the grace period.
+func (t *Table) retire(fn string, p *plan) {
+	for sha, v := range t.live[fn] {
+		if v == t.built[fn] || v == p.stable || v == p.canary {
+			continue
+		}
+		delete(t.live[fn], sha)
+		t.close(v, t.opts.Grace)
+	}
+}
+
+func (t *Table) close(v *variant, grace time.Duration) {
+	pool, m := t.pools[v], t.modules[v]
+	delete(t.pools, v)
+	delete(t.modules, v)
+	if pool != nil {
+		pool.Close()
+	}
+	switch {
+	case m == nil:
+	case grace == 0:
+		m.Close(context.Background())
+	default:
+		time.AfterFunc(grace, func() { m.Close(context.Background()) })
+	}
+}
+
+// Start applies the ledger's state every interval, until Close.
+func (t *Table) Start(every time.Duration) {
+	t.stop, t.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(t.done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-t.stop:
+				return
+			case <-tick.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), max(every, 10*time.Second))
+			if err := t.Sync(ctx); err != nil {
+				t.opts.Log.Warn("release sync failed; serving the last applied releases", "error", err.Error())
+			}
+			cancel()
+		}
+	}()
+}
+
+// Close stops polling and closes every version the Table loaded. Built
+// modules stay open: they belong to the caller.
+func (t *Table) Close() {
+	if t.stop != nil {
+		close(t.stop)
+		<-t.done
+		t.stop = nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for v := range t.pools {
+		t.close(v, 0)
+	}
+}
+
+// functions returns the served function names, sorted.
+func (t *Table) functions() []*Release {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*Release, 0, len(t.releases))
+	for _, r := range t.releases {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].function < out[j].function })
+	return out
+}
+
+// Release returns the release of a served function, or nil.
+func (t *Table) Release(function string) *Release {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.releases[function]
+}
+
+// ModulePath is where a host keeps its copy of a released module.
+func ModulePath(dataDir string, v Version) string {
+	return filepath.Join(dataDir, "releases", v.Function, v.SHA256+".wasm")
+}
+
+// WriteModule stores a released module under dataDir atomically (a reader
+// sees the whole file or none).
+func WriteModule(dataDir string, v Version, wasm []byte) error {
+	path := ModulePath(dataDir, v)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*.wasm")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(wasm); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
