@@ -1,0 +1,316 @@
+// Package consoletest runs the real host (TinyGo modules on wazero, a real
+// ledger) for the end-to-end tests of the console routes, with fakes only
+// for what lives outside: a mail service that records what it is sent and
+// a vendor upstream that records what it receives.
+package consoletest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/accounts"
+	"decisiongateway/shared/keys"
+	"decisiongateway/wasm-host/hosttest"
+)
+
+// Origin is the console origin the tests configure (SERVICE_ORIGIN). https,
+// so the session cookie must carry Secure.
+const Origin = "https://console.example"
+
+// MailKey is the mail service's credential (MAIL_API_KEY).
+const MailKey = "mk-mail-51f0"
+
+// UpstreamKey is the operator's upstream credential.
+const UpstreamKey = "sk-operator-77aa"
+
+// Mail is one message the fake mail service received.
+type Mail struct {
+	Authorization string
+	From, To      string
+	Subject, Text string
+	HTML          string
+}
+
+// Received is one request the fake vendor received.
+type Received struct {
+	Path string
+	Body []byte
+}
+
+// Host is a running gateway with its fakes.
+type Host struct {
+	*hosttest.Host
+	t testing.TB
+
+	mu       sync.Mutex
+	mails    []Mail
+	received []Received
+	// mailStatus is what the mail service answers (see SetMailStatus).
+	mailStatus int
+}
+
+// SetMailStatus makes the fake mail service answer status (202 at start).
+func (h *Host) SetMailStatus(status int) {
+	h.mu.Lock()
+	h.mailStatus = status
+	h.mu.Unlock()
+}
+
+var sharedCache struct {
+	once sync.Once
+	dir  string
+}
+
+// Start runs a host on ledgerURL ("" for a fresh embedded file) with the
+// fakes wired in; env overrides settings.
+func Start(t testing.TB, ledgerURL string, env map[string]string) *Host {
+	t.Helper()
+	h := &Host{t: t, mailStatus: 202}
+	mail := httptest.NewServer(http.HandlerFunc(h.serveMail))
+	t.Cleanup(mail.Close)
+	vendor := httptest.NewServer(http.HandlerFunc(h.serveVendor))
+	t.Cleanup(vendor.Close)
+	// One compilation cache for every host of the test binary: each host
+	// would otherwise compile every module again.
+	sharedCache.once.Do(func() { sharedCache.dir, _ = os.MkdirTemp("", "dg-console-cache-") })
+	e := map[string]string{
+		"SERVICE_ORIGIN": Origin, "MAIL_URL": mail.URL + "/send", "MAIL_API_KEY": MailKey,
+		"UPSTREAM_KIND": "vendor", "UPSTREAM_URL": vendor.URL + "/v1", "UPSTREAM_API_KEY": UpstreamKey,
+		"SERVICE_WELCOME_CREDITS": "100", "GATEWAY_DATA_DIR": sharedCache.dir,
+	}
+	if ledgerURL != "" {
+		e["LIBSQL_URL"] = ledgerURL
+	}
+	for k, v := range env {
+		e[k] = v
+	}
+	h.Host = hosttest.Start(t, e)
+	return h
+}
+
+func (h *Host) serveMail(w http.ResponseWriter, r *http.Request) {
+	var m Mail
+	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+		http.Error(w, "bad mail", 400)
+		return
+	}
+	m.Authorization = r.Header.Get("Authorization")
+	h.mu.Lock()
+	h.mails = append(h.mails, m)
+	status := h.mailStatus
+	h.mu.Unlock()
+	w.WriteHeader(status)
+}
+
+// Mails returns the messages received so far.
+func (h *Host) Mails() []Mail {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Mail(nil), h.mails...)
+}
+
+var linkPattern = regexp.MustCompile(`https?://\S+/api/service/auth/verify\?token=[a-z0-9_]+`)
+
+// LastLink returns the sign-in link of the newest mail to address.
+func (h *Host) LastLink(address string) string {
+	h.t.Helper()
+	ms := h.Mails()
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].To == address {
+			if l := linkPattern.FindString(ms[i].Text); l != "" {
+				return l
+			}
+		}
+	}
+	h.t.Fatalf("no sign-in mail to %s", address)
+	return ""
+}
+
+// Reply is an answer of the gateway.
+type Reply struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Code is the platform error code of the reply ("" for none).
+func (r Reply) Code() string { return r.Header.Get("X-Service-Error-Code") }
+
+// JSON decodes the body into a generic value.
+func (r Reply) JSON() map[string]any {
+	var v map[string]any
+	d := json.NewDecoder(bytes.NewReader(r.Body))
+	d.UseNumber()
+	d.Decode(&v)
+	return v
+}
+
+func (r Reply) String() string { return fmt.Sprintf("%d %s %s", r.Status, r.Code(), r.Body) }
+
+// Do sends a request; headers are name, value pairs ("Cookie", …). The
+// client does not follow redirects.
+func (h *Host) Do(method, path, body string, headers ...string) Reply {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.URL+path, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Add(headers[i], headers[i+1])
+	}
+	client := http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return Reply{resp.StatusCode, resp.Header, data}
+}
+
+// Link opens a sign-in link (its path and query on this host).
+func (h *Host) Link(link string) Reply {
+	h.t.Helper()
+	i := strings.Index(link, "/api/service/auth/verify")
+	return h.Do("GET", link[i:], "")
+}
+
+// SignIn signs address in through the real flow (POST, mail, link) and
+// returns the Cookie header value "dg_session=…".
+func (h *Host) SignIn(address string) string {
+	h.t.Helper()
+	if r := h.Do("POST", "/api/service/auth/signin", `{"email":"`+address+`"}`, "Origin", Origin, "Content-Type", "application/json"); r.Status != 202 {
+		h.t.Fatalf("sign-in request: %s", r)
+	}
+	r := h.Link(h.LastLink(address))
+	for _, c := range r.Header.Values("Set-Cookie") {
+		if v, _, _ := strings.Cut(c, ";"); strings.HasPrefix(v, keys.SessionCookie+"=") {
+			return v
+		}
+	}
+	h.t.Fatalf("link opened without a session cookie: %s %v", r, r.Header)
+	return ""
+}
+
+// Store is the account batches on this host's ledger, for tests that set
+// up state the API cannot make quickly (e.g. twenty keys in one minute).
+func (h *Host) Store() *accounts.Store { return accounts.New(ledger{h}) }
+
+type ledger struct{ h *Host }
+
+func (l ledger) Exec(b *abi.Batch) (abi.BatchResult, error) {
+	return l.h.App.Ledger.Exec(context.Background(), b), nil
+}
+
+// Query runs one statement and returns its rows.
+func (h *Host) Query(sql string, args ...abi.Value) [][]abi.Value {
+	h.t.Helper()
+	res := h.App.Ledger.Exec(context.Background(), &abi.Batch{Steps: []abi.Statement{{SQL: sql, Args: args}}})
+	if res.Err != "" {
+		h.t.Fatalf("%s: %s", sql, res.Err)
+	}
+	return res.Steps[0].Rows
+}
+
+// Account returns the id of the account of a session cookie.
+func (h *Host) Account(cookie string) string {
+	a, _ := keys.Parse(keys.Session, strings.TrimPrefix(cookie, keys.SessionCookie+"="))
+	return a
+}
+
+// Balance returns an account's balance.
+func (h *Host) Balance(account string) int64 {
+	return h.Query("SELECT balance FROM accounts WHERE id = ?", abi.String(account))[0][0].AsInt()
+}
+
+// CheckInvariant fails the test unless every balance equals the sum of its
+// credit entries and none is negative.
+func (h *Host) CheckInvariant() {
+	h.t.Helper()
+	for _, r := range h.Query(`SELECT a.id, a.balance, COALESCE((SELECT SUM(delta) FROM credit_entries c WHERE c.account_id = a.id), 0) FROM accounts a`) {
+		if r[1].AsInt() != r[2].AsInt() || r[1].AsInt() < 0 {
+			h.t.Errorf("account %s: balance %d, entries sum %d", r[0].AsString(), r[1].AsInt(), r[2].AsInt())
+		}
+	}
+}
+
+// Received returns the bodies the vendor received.
+func (h *Host) Received() []Received {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Received(nil), h.received...)
+}
+
+// serveVendor answers a valid decision for any request: the first option,
+// uniform probabilities, the lowest score.
+func (h *Host) serveVendor(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	h.mu.Lock()
+	h.received = append(h.received, Received{Path: r.URL.Path, Body: body})
+	h.mu.Unlock()
+	var req struct {
+		Questions map[string]struct {
+			Type     string
+			Criteria json.RawMessage
+		}
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	d.Decode(&req)
+	answers := map[string]any{}
+	for name, q := range req.Questions {
+		switch q.Type {
+		case "choice":
+			var opts map[string]any
+			json.Unmarshal(q.Criteria, &opts)
+			probs, first := map[string]float64{}, ""
+			for o := range opts {
+				probs[o] = 1 / float64(len(opts))
+				if first == "" || o < first {
+					first = o
+				}
+			}
+			answers[name] = map[string]any{"type": "choice", "choice": first, "probabilities": probs, "confidence": 0.5}
+		case "score":
+			var levels []any
+			json.Unmarshal(q.Criteria, &levels)
+			probs, legend := map[string]float64{}, map[string]string{}
+			for i := range levels {
+				p := 0.0
+				if i == 0 {
+					p = 1
+				}
+				probs[strconv.Itoa(i)] = p
+				legend[strconv.Itoa(i)] = fmt.Sprint(levels[i])
+			}
+			answers[name] = map[string]any{"type": "score", "score": 0, "probabilities": probs, "confidence": 0.5, "legend": legend}
+		default:
+			answers[name] = map[string]any{"type": "noul", "noul": 0.5}
+		}
+	}
+	out, _ := json.Marshal(map[string]any{"model": "vendor-model-1", "answers": answers, "usage": map[string]int{"input_tokens": 10, "output_tokens": 3}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(out)
+}
+
+// Main runs a test binary's tests, then removes the shared compilation
+// cache. Call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if sharedCache.dir != "" {
+		os.RemoveAll(sharedCache.dir)
+	}
+	os.Exit(code)
+}
