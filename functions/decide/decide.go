@@ -98,7 +98,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	// Authorise and reserve: one ledger round trip.
 	now := time.Now()
 	r, err := ledgerq.ReserveDecision(env.Ledger, &ledgerq.Reserve{
-		Principal:   ledgerq.Principal{AccountID: c.AccountID, KeyHash: keyHash, IPHash: hashIP(req.ClientAddr)},
+		Principal:   ledgerq.Principal{AccountID: c.AccountID, KeyHash: keyHash, IPHash: hashIP(req.ClientAddr), AuthLimit: s.AuthRateLimit},
 		Source:      c.Source,
 		RequestID:   req.RequestID,
 		IdemKey:     idemKey,

@@ -42,7 +42,7 @@ type received struct {
 	Body   []byte
 }
 
-func newVendor(t *testing.T) *vendor {
+func newVendor(t testing.TB) *vendor {
 	v := &vendor{}
 	v.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -121,7 +121,7 @@ func answerValid(w http.ResponseWriter, body []byte) {
 type gateway struct {
 	*hosttest.Host
 	vendor *vendor
-	t      *testing.T
+	t      testing.TB
 }
 
 func backends(t *testing.T, f func(t *testing.T, ledgerURL string)) {
@@ -130,7 +130,7 @@ func backends(t *testing.T, f func(t *testing.T, ledgerURL string)) {
 	}
 }
 
-func startGateway(t *testing.T, ledgerURL string, env map[string]string) *gateway {
+func startGateway(t testing.TB, ledgerURL string, env map[string]string) *gateway {
 	v := newVendor(t)
 	e := map[string]string{
 		"UPSTREAM_KIND": "vendor", "UPSTREAM_URL": v.server.URL + "/v1",
@@ -230,7 +230,7 @@ func (g *gateway) addKey(acct string) string {
 	return key
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -7,10 +7,6 @@ import (
 	"decisiongateway/shared/platform"
 )
 
-// AuthLimit is the number of API authentication attempts allowed per hashed
-// client IP per minute (spec §8).
-const AuthLimit = 600
-
 // Principal is who a request claims to be.
 type Principal struct {
 	AccountID string
@@ -19,7 +15,14 @@ type Principal struct {
 	KeyHash string
 	// IPHash is the hashed client address, the scope of the auth counter.
 	IPHash string
+	// AuthLimit is the attempts allowed per IPHash per minute; 0 means the
+	// spec's 600 (§8).
+	AuthLimit int
 }
+
+// DefaultAuthLimit is spec §8's authentication attempts per hashed client
+// IP per minute.
+const DefaultAuthLimit = 600
 
 // Auth is the outcome of the authentication steps.
 type Auth struct {
@@ -38,7 +41,11 @@ func (x *builder) auth(p *Principal, now time.Time) (when []abi.Cond, rateOK, fo
 		found = x.add(`SELECT 1 FROM accounts WHERE id = ?`, nil, str(p.AccountID))
 		return []abi.Cond{truthy(found)}, -1, found
 	}
-	_, rateOK = x.rate("auth:"+p.IPHash, WindowAt(now, time.Minute), AuthLimit, nil)
+	limit := p.AuthLimit
+	if limit == 0 {
+		limit = DefaultAuthLimit
+	}
+	_, rateOK = x.rate("auth:"+p.IPHash, WindowAt(now, time.Minute), limit, nil)
 	found = x.add(`SELECT 1 FROM api_keys WHERE secret_hash = ? AND account_id = ? AND revoked_at IS NULL`,
 		[]abi.Cond{truthy(rateOK)}, str(p.KeyHash), str(p.AccountID))
 	x.add(`UPDATE api_keys SET last_used_at = ? WHERE secret_hash = ?`, []abi.Cond{truthy(found)}, num(now.Unix()), str(p.KeyHash))

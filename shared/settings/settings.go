@@ -40,6 +40,7 @@ type Settings struct {
 	Emulator       bool // the upstream is the host's built-in emulator
 	DefaultModel   string
 	RateLimit      int
+	AuthRateLimit  int // API authentication attempts per hashed client IP per minute
 	WelcomeCredits int
 	DocsURL        string
 	IdempotencyTTL time.Duration
@@ -72,6 +73,7 @@ func Read(c platform.Config) Settings {
 		UpstreamURL:    c.Get("UPSTREAM_URL"),
 		Emulator:       c.Get("GATEWAY_EMULATOR") == "1",
 		RateLimit:      atoi(c.Get("SERVICE_RATE_LIMIT"), 120),
+		AuthRateLimit:  atoi(c.Get("SERVICE_AUTH_RATE_LIMIT"), 600),
 		WelcomeCredits: atoi(c.Get("SERVICE_WELCOME_CREDITS"), 100),
 		DocsURL:        c.Get("SERVICE_DOCS_URL"),
 		IdempotencyTTL: 24 * time.Hour,
