@@ -71,10 +71,13 @@ func (e *edge) Decide(env *platform.Env, c *Call) Outcome {
 	if err != nil {
 		return platformFailure(502, CodeUpstreamUnavailable, "the model binding's answer could not be decoded", nil)
 	}
-	if res.ErrKind != "" {
-		return fetchFailure(&abi.FetchResponse{ErrKind: res.ErrKind})
+	switch res.ErrKind {
+	case "":
+		return e.answer(c, model, &res)
+	case abi.FetchErrDenied: // both hosts: no binding on this deployment
+		return platformFailure(503, CodeNotConfigured, "no model binding is configured", nil)
 	}
-	return e.answer(c, model, &res)
+	return fetchFailure(&abi.FetchResponse{ErrKind: res.ErrKind})
 }
 
 // input writes the binding input (schema/binding.md): the state as sent and

@@ -6,6 +6,7 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/platform"
+	"decisiongateway/shared/settings"
 )
 
 // envelope wraps a result the way both hosts hand it to the adapter.
@@ -172,7 +173,8 @@ func TestEdgeErrorsKeepStatusAndBody(t *testing.T) {
 		{"success false in a 200", abi.AIResponse{Status: 200, Output: []byte(errBody)}, 502, "upstream_error", "platform", false},
 		{"200 not JSON", abi.AIResponse{Status: 200, Output: []byte("<html>")}, 502, "upstream_invalid_response", "platform", false},
 		{"timeout", abi.AIResponse{ErrKind: abi.FetchErrTimeout}, 504, "upstream_timeout", "platform", false},
-		{"no binding", abi.AIResponse{ErrKind: abi.FetchErrDenied}, 502, "upstream_unavailable", "platform", false},
+		{"no binding", abi.AIResponse{ErrKind: abi.FetchErrDenied}, 503, "upstream_not_configured", "platform", false},
+		{"connection lost", abi.AIResponse{ErrKind: abi.FetchErrConnect}, 502, "upstream_unavailable", "platform", false},
 	}
 	for _, tc := range cases {
 		o, _ := runEdge(t, threeQuestions, func(*abi.AIRequest) (abi.AIResponse, error) { return tc.res, nil })
@@ -206,6 +208,17 @@ func TestEdgeModelsIsThePlatformCatalog(t *testing.T) {
 		}
 		if (path(models, 0, "emulator") == true) != emulated {
 			t.Errorf("emulated=%v: %s", emulated, r.Body)
+		}
+	}
+}
+
+func TestEdgeNeedsNoURL(t *testing.T) {
+	// On Workers the binding is env.AI: an edge deployment is configured
+	// without UPSTREAM_URL; the other kinds are not.
+	for kind, want := range map[string]bool{"edge": true, "vendor": false, "router": false} {
+		s := settings.Read(platform.MapConfig{"UPSTREAM_KIND": kind})
+		if got := For(&s) != nil; got != want {
+			t.Errorf("%s without URL: adapter %v, want %v", kind, got, want)
 		}
 	}
 }

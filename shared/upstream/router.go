@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"time"
+
 	"github.com/valyala/fastjson"
 
 	"decisiongateway/shared/abi"
@@ -12,7 +14,9 @@ import (
 )
 
 func init() {
-	register(settings.KindRouter, func(s *settings.Settings) Adapter { return &router{base: s.UpstreamURL} })
+	register(settings.KindRouter, func(s *settings.Settings) Adapter {
+		return &router{base: s.UpstreamURL, timeoutMS: uint32(s.UpstreamTimeout() / time.Millisecond)}
+	})
 }
 
 // TopLogprobs is how many alternatives per token the router is asked for:
@@ -36,16 +40,18 @@ const routerSystemPrompt = "You answer decision questions about a shared state. 
 // answers, with distributions taken from token log-probabilities where the
 // router returns them (schema/router.md).
 type router struct {
-	base   string
-	d      decision
-	req    jsonw.Writer
-	prompt jsonw.Writer
-	out    nativeBody
-	reply  fastjson.Parser
-	cp     fastjson.Parser
-	lp     logprobs
-	probs  []float64
-	stated []float64
+	base string
+	// timeoutMS leaves the function time to settle after a slow router.
+	timeoutMS uint32
+	d         decision
+	req       jsonw.Writer
+	prompt    jsonw.Writer
+	out       nativeBody
+	reply     fastjson.Parser
+	cp        fastjson.Parser
+	lp        logprobs
+	probs     []float64
+	stated    []float64
 }
 
 func (r *router) Mode() string { return settings.ResponseMode(settings.KindRouter) }
@@ -66,6 +72,7 @@ func (r *router) Decide(env *platform.Env, c *Call) Outcome {
 			{Name: "accept", Value: "application/json"},
 		},
 		Body:       r.request(c.Model),
+		TimeoutMS:  r.timeoutMS,
 		MaxBytes:   MaxAnswerBytes,
 		Credential: abi.CredentialUpstream,
 	})

@@ -96,7 +96,7 @@ func TestRouterRequestIsStructuredChatCompletions(t *testing.T) {
 		t.Fatalf("%d calls", len(tr.calls))
 	}
 	call := tr.calls[0]
-	if call.Method != "POST" || call.URL != "http://router.test/api/v1/chat/completions" || call.Credential != abi.CredentialUpstream {
+	if call.Method != "POST" || call.URL != "http://router.test/api/v1/chat/completions" || call.Credential != abi.CredentialUpstream || call.TimeoutMS == 0 {
 		t.Errorf("call %s %s credential %q", call.Method, call.URL, call.Credential)
 	}
 	req := decode(t, call.Body)

@@ -66,9 +66,10 @@ var registry = map[string]func(s *settings.Settings) Adapter{}
 func register(kind string, f func(s *settings.Settings) Adapter) { registry[kind] = f }
 
 // For returns the adapter of the configured kind, or nil when no upstream
-// is configured.
+// is configured. The edge kind needs no URL: on Workers its binding is
+// env.AI, and a host without a binding answers the ai import with "denied".
 func For(s *settings.Settings) Adapter {
-	if f, ok := registry[s.UpstreamKind]; ok && s.UpstreamURL != "" {
+	if f, ok := registry[s.UpstreamKind]; ok && (s.UpstreamURL != "" || s.UpstreamKind == settings.KindEdge) {
 		return f(s)
 	}
 	return nil

@@ -1,0 +1,116 @@
+// Package models is GET /v1/models (spec §4.2, §8): the upstream's live
+// model list for a caller with a platform API key. It reserves no credits
+// and records no decision; it counts on its own per-account window (60 a
+// minute by default), so listing models never eats into decision capacity.
+package models
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/keys"
+	"decisiongateway/shared/ledgerq"
+	"decisiongateway/shared/platform"
+	"decisiongateway/shared/policy"
+	"decisiongateway/shared/settings"
+	"decisiongateway/shared/upstream"
+)
+
+// DefaultRateLimit is the model listing limit per account per minute (spec
+// §8); SERVICE_MODELS_RATE_LIMIT overrides it.
+const DefaultRateLimit = 60
+
+// Scope names the listing's rate counter, apart from the decision counter.
+const Scope = "models"
+
+// Error codes shared with the decision endpoint (schema/errors.md): a
+// client handles an API key problem the same way on both.
+const (
+	CodeMissingKey        = "missing_api_key"
+	CodeInvalidKey        = "invalid_api_key"
+	CodeAuthRateLimited   = "auth_rate_limited"
+	CodeRateLimited       = "rate_limit_exceeded"
+	CodeLedgerUnavailable = "ledger_unavailable"
+)
+
+// Handle: authenticate the key and count the attempt (one ledger batch),
+// then ask the configured upstream kind for its list.
+func Handle(env *platform.Env, req *abi.Request) abi.Response {
+	auth := req.Headers.Get("authorization")
+	if auth == "" {
+		return unauthorized(CodeMissingKey, "send the API key as Authorization: Bearer <key>")
+	}
+	tok, ok := keys.Bearer(auth)
+	if !ok {
+		return unauthorized(CodeInvalidKey, "the Authorization header must be Bearer <API key>")
+	}
+	account, ok := keys.Parse(keys.APIKey, tok)
+	if !ok {
+		return unauthorized(CodeInvalidKey, "the API key is malformed")
+	}
+
+	now := time.Now()
+	limit := rateLimit(env.Config)
+	a, rate, err := ledgerq.AuthorizeKey(env.Ledger,
+		&ledgerq.Principal{AccountID: account, KeyHash: keys.Hash(tok), IPHash: hashIP(req.ClientAddr)},
+		Scope, limit, now)
+	switch {
+	case err != nil:
+		env.Error("model listing: authentication failed", "error", err.Error())
+		return policy.Error(503, CodeLedgerUnavailable, "the ledger is unavailable")
+	case a.RateLimited:
+		resp := policy.Error(429, CodeAuthRateLimited, "too many authentication attempts from this address")
+		resp.Headers.Set(policy.HRetryAfter, retryAfter(a.Window, now))
+		return resp
+	case !a.OK:
+		return unauthorized(CodeInvalidKey, "the API key is unknown or revoked")
+	case rate.Exceeded():
+		resp := policy.Error(429, CodeRateLimited, "the account's model listing limit for this minute is exhausted")
+		resp.Headers.Set(policy.HRetryAfter, retryAfter(rate.Window, now))
+		return resp
+	}
+
+	s := settings.Read(env.Config)
+	var resp abi.Response
+	if adapter := upstream.For(&s); adapter == nil {
+		resp = policy.Error(503, upstream.CodeNotConfigured, "no upstream provider is configured on this deployment")
+	} else {
+		resp = adapter.Models(env)
+	}
+	resp.Headers.Set("x-ratelimit-limit", strconv.FormatInt(rate.Limit, 10))
+	resp.Headers.Set("x-ratelimit-remaining", strconv.FormatInt(rate.Remaining(), 10))
+	resp.Headers.Set("x-ratelimit-reset", strconv.FormatInt(rate.Window.End, 10))
+	return resp
+}
+
+func rateLimit(c platform.Config) int {
+	if n, err := strconv.Atoi(c.Get("SERVICE_MODELS_RATE_LIMIT")); err == nil && n > 0 {
+		return n
+	}
+	return DefaultRateLimit
+}
+
+func unauthorized(code, message string) abi.Response {
+	resp := policy.Error(401, code, message)
+	resp.Headers.Set("www-authenticate", `Bearer realm="decision-gateway"`)
+	return resp
+}
+
+func retryAfter(w ledgerq.Window, now time.Time) string {
+	s := w.End - now.Unix()
+	if s < 1 {
+		s = 1
+	}
+	return strconv.FormatInt(s, 10)
+}
+
+// hashIP is the scope of the authentication counter, which the decision
+// endpoint shares (spec §8: per hashed client IP, for all API
+// authentication). It must hash exactly as functions/decide does.
+func hashIP(ip string) string {
+	sum := sha256.Sum256([]byte("decision-gateway/ip/" + ip))
+	return hex.EncodeToString(sum[:16])
+}

@@ -1,0 +1,156 @@
+package upstreamkinds_test
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+)
+
+// vendorModels is a vendor list in its own shape, extension fields and
+// formatting included: it must come back unchanged.
+const vendorModels = `{"models": [{"name":"model-2026-01-15","description":"Fixed release","release_date":"2026-01-15","context":{"max_questions":32}}],
+ "has_more": false}`
+
+// noDecisionTouched checks that a listing left no decision record and no
+// credit movement behind (spec §4.2 rule 1).
+func noDecisionTouched(t *testing.T, g *gateway, acct string, balance int64) {
+	t.Helper()
+	if n := g.count(`SELECT COUNT(*) FROM requests`); n != 0 {
+		t.Errorf("%d decision records after listing models", n)
+	}
+	if n := g.count(`SELECT COUNT(*) FROM credit_entries WHERE kind IN ('reserve','refund')`); n != 0 {
+		t.Errorf("%d credit entries after listing models", n)
+	}
+	if b := g.balance(acct); b != balance {
+		t.Errorf("balance %d, want %d", b, balance)
+	}
+}
+
+func TestModelsVendorBodyUnchangedInShape(t *testing.T) {
+	v := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		writeJSON(w, 200, vendorModels, "X-Request-Id", "vendor-list-1", "Set-Cookie", "v=1")
+	})
+	g := startGateway(t, "vendor", v.srv.URL+"/v1")
+	acct, key := g.account(10)
+	r := g.models(key)
+	if r.Status != 200 || string(r.Body) != vendorModels {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	if r.Header.Get("X-Upstream-Request-Id") != "vendor-list-1" || r.Header.Get("Set-Cookie") != "" || r.Header.Get("X-RateLimit-Limit") != "60" {
+		t.Errorf("headers %v", r.Header)
+	}
+	reqs := v.requests()
+	if len(reqs) != 1 || reqs[0].Method != "GET" || reqs[0].Path != "/v1/models" || reqs[0].Header.Get("Authorization") != "Bearer "+operatorKey {
+		t.Errorf("vendor received %+v", reqs)
+	}
+	noDecisionTouched(t, g, acct, 10)
+
+	// A vendor JSON error keeps its status and body, marked as upstream.
+	v.respond(func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		writeJSON(w, 401, `{"error":{"type":"authentication_error"}}`)
+	})
+	r = g.models(key)
+	if r.Status != 401 || r.source() != "upstream" || r.code() != "upstream_auth_failed" || string(r.Body) != `{"error":{"type":"authentication_error"}}` {
+		t.Errorf("%d %s %s %s", r.Status, r.code(), r.source(), r.Body)
+	}
+}
+
+func TestModelsEdgeIsThePlatformCatalog(t *testing.T) {
+	b := newBinding(t)
+	g := startGateway(t, "edge", b.srv.URL)
+	acct, key := g.account(10)
+	r := g.models(key)
+	got := r.json(t)
+	models, _ := got["models"].([]any)
+	if r.Status != 200 || len(models) != 1 || path(models, 0, "name") != "vendor/model" {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	if len(b.requests()) != 0 {
+		t.Errorf("the catalog called the binding: %+v", b.requests())
+	}
+	noDecisionTouched(t, g, acct, 10)
+}
+
+func TestModelsRouterNotSupported(t *testing.T) {
+	rt := newRouter(t)
+	g := startGateway(t, "router", rt.srv.URL)
+	acct, key := g.account(10)
+	r := g.models(key)
+	if r.Status != 501 || r.code() != "model_listing_not_supported" || r.source() != "platform" {
+		t.Fatalf("%d %v %s", r.Status, r.Header, r.Body)
+	}
+	if len(rt.requests()) != 0 {
+		t.Errorf("the router was called")
+	}
+	noDecisionTouched(t, g, acct, 10)
+}
+
+func TestModelsWithoutUpstream(t *testing.T) {
+	g := startGateway(t, "", "")
+	acct, key := g.account(10)
+	if r := g.models(key); r.Status != 503 || r.code() != "upstream_not_configured" {
+		t.Fatalf("%d %v %s", r.Status, r.Header, r.Body)
+	}
+	noDecisionTouched(t, g, acct, 10)
+}
+
+func TestModelsNeedsAPlatformKey(t *testing.T) {
+	b := newBinding(t)
+	g := startGateway(t, "edge", b.srv.URL)
+	acct, key := g.account(10)
+	for _, tc := range []struct{ auth, code string }{
+		{"", "missing_api_key"},
+		{"not-a-key", "invalid_api_key"},
+		{key[:len(key)-1] + "x", "invalid_api_key"}, // checksum fails
+	} {
+		if r := g.models(tc.auth); r.Status != 401 || r.code() != tc.code {
+			t.Errorf("key %q: %d %s", tc.auth, r.Status, r.code())
+		}
+	}
+	g.exec(`UPDATE api_keys SET revoked_at = 1 WHERE account_id = ?`, strArg(acct))
+	if r := g.models(key); r.Status != 401 || r.code() != "invalid_api_key" {
+		t.Errorf("revoked key: %d %s", r.Status, r.code())
+	}
+}
+
+func TestModelsHaveTheirOwnRateCounter(t *testing.T) {
+	b := newBinding(t)
+	g := startGateway(t, "edge", b.srv.URL)
+	acct, key := g.account(100)
+	// A decision first: it must not spend the listing window.
+	if r := g.decide(key, decision); r.Status != 200 || r.Header.Get("X-RateLimit-Remaining") != "119" {
+		t.Fatalf("decision: %d remaining %q %s", r.Status, r.Header.Get("X-RateLimit-Remaining"), r.Body)
+	}
+	// 60 listings pass and the 61st is refused, all in one window; if the
+	// minute turns over mid-run (the reset differs), run again.
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			g.exec(`DELETE FROM rate_windows WHERE scope = ?`, strArg("models:"+acct))
+		}
+		var resets []string
+		var last reply
+		for i := 1; i <= 61; i++ {
+			last = g.models(key)
+			resets = append(resets, last.Header.Get("X-RateLimit-Reset"))
+			if i <= 60 && (last.Status != 200 || last.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(60-i)) {
+				t.Fatalf("listing %d: %d remaining %q %s", i, last.Status, last.Header.Get("X-RateLimit-Remaining"), last.Body)
+			}
+		}
+		if resets[0] != resets[59] && attempt < 2 {
+			continue // the window turned over
+		}
+		if last.Status != 429 || last.code() != "rate_limit_exceeded" || last.Header.Get("Retry-After") == "" {
+			t.Fatalf("61st listing: %d %v %s", last.Status, last.Header, last.Body)
+		}
+		break
+	}
+	// The decision window is untouched by 61 listings, and listing spent
+	// no credits and made no decision record.
+	r := g.decide(key, decision)
+	if rem, _ := strconv.Atoi(r.Header.Get("X-RateLimit-Remaining")); r.Status != 200 || rem < 118 {
+		t.Errorf("decision after 61 listings: %d remaining %q %s", r.Status, r.Header.Get("X-RateLimit-Remaining"), r.Body)
+	}
+	if n := g.count(`SELECT COUNT(*) FROM requests`); n != 2 {
+		t.Errorf("%d decision records, want the two decisions", n)
+	}
+}
