@@ -343,7 +343,8 @@ func (h *handler) routerChat(w http.ResponseWriter, r *http.Request) {
 
 	var out jsonw.Writer
 	out.Open('{')
-	out.FieldString("id", "chatcmpl-"+h.requestID())
+	id := h.requestID()
+	out.FieldString("id", "chatcmpl-"+id)
 	out.FieldString("object", "chat.completion")
 	out.FieldString("model", resolved(model))
 	out.FieldString("system_fingerprint", "decision-gateway-emulator")
@@ -375,6 +376,7 @@ func (h *handler) routerChat(w http.ResponseWriter, r *http.Request) {
 	out.FieldInt("total_tokens", prompted+completed)
 	out.Close('}')
 	out.Close('}')
+	w.Header().Set("X-Request-Id", id)
 	writeJSON(w, http.StatusOK, out.B)
 	h.log.Debug("upstream emulator answered", "protocol", "router", "model", model, "questions", len(qs))
 }
