@@ -56,8 +56,42 @@ type edge struct {
 func (e *edge) Mode() string { return settings.ResponseMode(settings.KindEdge) }
 
 // Check rejects top-level extension fields: the binding input has no place
-// for them (spec §2.1).
-func (e *edge) Check(c *Call) *validate.Error { return checkNoExtensions(c, "edge-runtime") }
+// for them (spec §2.1). It also refuses a vendor/… name that could not be a
+// model name in a URL path, before anything is charged: in the wazero host
+// the name becomes part of POST {UPSTREAM_URL}/run/{model}, sent with the
+// operator's credential, so "vendor/../../x" or "vendor/m?x=1" must never
+// reach it.
+func (e *edge) Check(c *Call) *validate.Error {
+	if verr := checkNoExtensions(c, "edge-runtime"); verr != nil {
+		return verr
+	}
+	if !forwardableModel(EdgeModelFor(c.Model)) {
+		return &validate.Error{Status: 400, Code: CodeUnsupportedModel,
+			Message: "model " + quoteName(c.Model) + ": a vendor/ name may only hold letters, digits, '.', '-' and '_' in '/'-separated parts"}
+	}
+	return nil
+}
+
+// CodeUnsupportedModel refuses an edge model name the binding could never
+// be called with.
+const CodeUnsupportedModel = "unsupported_model"
+
+// forwardableModel: "vendor/" and then '/'-separated parts of letters,
+// digits, '.', '-' and '_', none of them "." or "..".
+func forwardableModel(m string) bool {
+	for _, part := range strings.Split(m, "/") {
+		if part == "" || part == "." || part == ".." {
+			return false
+		}
+		for i := 0; i < len(part); i++ {
+			c := part[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 func (e *edge) Decide(env *platform.Env, c *Call) Outcome {
 	if env.Model == nil {

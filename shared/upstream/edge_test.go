@@ -222,3 +222,23 @@ func TestEdgeNeedsNoURL(t *testing.T) {
 		}
 	}
 }
+
+func TestEdgeRefusesModelNamesThatAreNotPathSafe(t *testing.T) {
+	a := adapterFor(t, "edge", platform.MapConfig{})
+	for model, ok := range map[string]bool{
+		"vendor/model-2026-01-15": true,
+		"vendor/model_v2.1":       true,
+		"vendor/../../tokens":     false,
+		"vendor/model?x=1":        false,
+		"vendor/model#frag":       false,
+		"vendor/mödel":            false,
+		"vendor//model":           false,
+		"vendor/model ":           false,
+		"model-../x":              true, // not forwarded: maps to vendor/model
+	} {
+		verr := a.Check(newCall(t, "edge", `{"model":"`+model+`","state":null,"questions":{"q":{"type":"noul"}}}`))
+		if (verr == nil) != ok || verr != nil && (verr.Status != 400 || verr.Code != "unsupported_model") {
+			t.Errorf("%q: Check = %+v", model, verr)
+		}
+	}
+}

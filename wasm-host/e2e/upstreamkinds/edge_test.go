@@ -102,6 +102,11 @@ func TestEdgeRejectsExtensionFieldsBeforeAnyCharge(t *testing.T) {
 	if n := g.count(`SELECT COUNT(*) FROM requests`); n != 0 {
 		t.Errorf("%d decision records for a rejected body", n)
 	}
+	// A vendor/ name that is not path-safe never reaches the binding URL.
+	r = g.decide(key, withModel("vendor/../../tokens"))
+	if r.Status != 400 || r.code() != "unsupported_model" || g.charged(r, acct, 100) != 0 || len(b.requests()) != 0 {
+		t.Errorf("vendor/../../tokens: %d %s %s, binding got %d requests", r.Status, r.code(), r.Body, len(b.requests()))
+	}
 }
 
 func TestEdgeBadOutputIsRefunded(t *testing.T) {
