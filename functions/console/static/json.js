@@ -186,7 +186,11 @@ export function setString(text, key, value) {
     return text.slice(0, from) + text.slice(to);
   }
   if (value === '') return text;
+  // Insert as the first member, in the layout of the text: on its own line
+  // when the members are on lines of their own.
   const open = toks[0].e;
-  const sep = members.length ? ', ' : '';
-  return text.slice(0, open) + JSON.stringify(key) + ': ' + json + sep + text.slice(open);
+  if (!members.length) return text.slice(0, open) + JSON.stringify(key) + ': ' + json + text.slice(open);
+  const gap = text.slice(open, toks[1].s);
+  const sep = gap.includes('\n') ? ',' + gap : ', ';
+  return text.slice(0, open) + (gap.includes('\n') ? gap : '') + JSON.stringify(key) + ': ' + json + sep + text.slice(toks[1].s);
 }

@@ -24,6 +24,7 @@ test('malformed text is refused with an offset', () => {
 test('setString edits only the root member', () => {
   assert.equal(setString('{"state": 1.10}', 'model', 'm-1'), '{"model": "m-1", "state": 1.10}');
   assert.equal(setString('{}', 'model', 'm'), '{"model": "m"}');
+  assert.equal(setString('{\n  "state": 1\n}', 'model', 'm'), '{\n  "model": "m",\n  "state": 1\n}');
   assert.equal(setString('{"model": "a", "x": {"model": "inner"}}', 'model', 'b'), '{"model": "b", "x": {"model": "inner"}}');
   assert.equal(setString('{"model": "a", "x": 2}', 'model', ''), '{"x": 2}');
   assert.equal(setString('{"x": 2, "model": "a"}', 'model', ''), '{"x": 2}');
