@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -242,7 +243,7 @@ func TestCreateKeyLimits(t *testing.T) {
 }
 
 func TestKeyNames(t *testing.T) {
-	for _, bad := range []string{"", "   ", "a\nb", string(make([]byte, 65))} {
+	for _, bad := range []string{"", "   ", "a\nb", string(make([]byte, 65)), strings.Repeat("n", 65)} {
 		if _, err := accounts.CheckKeyName(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
