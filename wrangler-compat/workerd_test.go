@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"decisiongateway/shared/policy"
+	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/wasm-host/testenv"
 )
 
 // upstreamKey is given to both hosts as UPSTREAM_API_KEY. It must never
@@ -142,9 +144,9 @@ func checkPlatformError(t *testing.T, host string, a answer, status int, code st
 // import on workerd, so JSPI is exercised), the same platform errors for an
 // unknown path and a wrong method, and the headers every response carries.
 func TestWorkerdServesConfigLikeWazeroHost(t *testing.T) {
-	gatewayBinary(t) // fail before the slow start when the reference is missing
+	testenv.Binary(t) // fail before the slow start when the reference is missing
 	nodeBin(t)
-	ledger := startSqld(t)
+	ledger := sqldtest.Start(t)
 	settings := e2eSettings(ledger)
 
 	hosts := []server{startGateway(t, settings), startWrangler(t, settings)}
@@ -171,6 +173,11 @@ func TestWorkerdServesConfigLikeWazeroHost(t *testing.T) {
 		}
 		if !bytes.Equal(answers[0].body, answers[1].body) {
 			t.Errorf("bodies differ:\n%s: %s\n%s: %s", hosts[0].name, answers[0].body, hosts[1].name, answers[1].body)
+		}
+		// Both hosts name the module that served by the same content hash.
+		v := answers[0].header.Get("X-Function-Version")
+		if !strings.HasPrefix(v, "config@") || len(v) != len("config@")+12 || v != answers[1].header.Get("X-Function-Version") {
+			t.Errorf("X-Function-Version: %s %q, %s %q; want the same config@<12 hex>", hosts[0].name, v, hosts[1].name, answers[1].header.Get("X-Function-Version"))
 		}
 		if answers[0].header.Get("X-Request-Id") == answers[1].header.Get("X-Request-Id") {
 			t.Errorf("both hosts answered with request id %s", answers[0].header.Get("X-Request-Id"))

@@ -6,14 +6,8 @@
 // settings on an allow-list, so a new variable or binding never leaks into a
 // module by accident; the secret rule of schema/abi.md is applied as well, so
 // a secret stays unreadable even if it is ever put on the list by mistake.
-
-/** The settings a module may read: wasm-host/hostconfig's exposed list. */
-const EXPOSED = new Set([
-  "SERVICE_ORIGIN", "SERVICE_DEFAULT_MODEL", "SERVICE_RATE_LIMIT",
-  "SERVICE_WELCOME_CREDITS", "SERVICE_DOCS_URL", "SERVICE_IDEMPOTENCY_TTL",
-  "SERVICE_AUTH_RATE_LIMIT", "SERVICE_MODELS_RATE_LIMIT", "SERVICE_MAIL_FROM",
-  "UPSTREAM_KIND", "UPSTREAM_URL", "MAIL_URL", "GATEWAY_DEV", "GATEWAY_EMULATOR",
-]);
+// The list is not kept here: the Workers generator (wrangler-compat/workers)
+// writes hostconfig.Exposed() into each function Worker, which passes it in.
 
 /** Names that are secrets whatever their suffix. */
 const SECRET_NAMES = new Set(["UPSTREAM_API_KEY", "LIBSQL_AUTH_TOKEN", "LIBSQL_URL", "MAIL_API_KEY"]);
@@ -27,12 +21,12 @@ export function isSecret(name) {
 }
 
 /**
- * config returns the value of setting name, or "" when it is unset, not on
- * the allow-list, a secret, or not a plain value (bindings such as env.AI
+ * config returns the value of setting name, or "" when it is unset, not in
+ * the set exposed, a secret, or not a plain value (bindings such as env.AI
  * are objects). Numbers and booleans from [vars] read as their text.
  */
-export function config(env, name) {
-  if (!EXPOSED.has(name) || isSecret(name)) return "";
+export function config(env, name, exposed) {
+  if (!exposed?.has(name) || isSecret(name)) return "";
   const v = env[name];
   switch (typeof v) {
     case "string":

@@ -28,13 +28,19 @@ export function origin(raw) {
 
 /**
  * egressPolicy derives what a deployment may reach from its settings: the
- * origins of UPSTREAM_URL and MAIL_URL, and the one origin (the upstream's)
- * that a credential is ever sent to.
+ * origins of UPSTREAM_URL and MAIL_URL, and for each credential the one
+ * origin it is ever sent to (the upstream key to the upstream, the mail key
+ * to the mail service), as wasm-host/app gives them to wasm-host/egress.
  */
 function egressPolicy(env) {
   const upstream = origin((env.UPSTREAM_URL ?? "").replace(/\/+$/, ""));
-  const allowed = [upstream, origin(env.MAIL_URL ?? "")].filter(Boolean);
-  return { allowed, credentials: { upstream: env.UPSTREAM_API_KEY ?? "" }, credentialOrigin: upstream };
+  const mail = origin(env.MAIL_URL ?? "");
+  const allowed = [upstream, mail].filter(Boolean);
+  const credentials = new Map([
+    ["upstream", { token: env.UPSTREAM_API_KEY ?? "", origin: upstream }],
+    ["mail", { token: env.MAIL_API_KEY ?? "", origin: mail }],
+  ]);
+  return { allowed, credentials };
 }
 
 function failure(errKind, errMsg) {
@@ -59,11 +65,11 @@ export async function hostFetch(r, env) {
     if (!REQUEST_HEADERS_DROPPED.has(name.toLowerCase())) headers.append(name, value);
   }
   if (r.credential) {
-    const token = policy.credentials[r.credential];
-    if (token === undefined || dest !== policy.credentialOrigin) {
+    const cred = policy.credentials.get(r.credential);
+    if (!cred || cred.origin === "" || dest !== cred.origin) {
       return failure("denied", "credential not available for this destination");
     }
-    if (token) headers.set("authorization", `Bearer ${token}`);
+    if (cred.token) headers.set("authorization", `Bearer ${cred.token}`);
   }
 
   const timeoutMs = r.timeoutMs || DEFAULT_TIMEOUT_MS;

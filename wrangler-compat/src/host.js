@@ -125,7 +125,8 @@ export class Instance {
       }),
       // Settings are at hand, so config answers synchronously: no suspension.
       config: (reqPtr, reqLen, outPtr, outCap) => {
-        const value = config(this.#env(), decoder.decode(this.#bytes().subarray(reqPtr, reqPtr + reqLen)));
+        const name = decoder.decode(this.#bytes().subarray(reqPtr, reqPtr + reqLen));
+        const value = config(this.#env(), name, this.ctx?.settings);
         return this.#answer(encoder.encode(value), outPtr, outCap);
       },
       log: (ptr, n) => this.#log(abi.decodeLogRecord(this.#read(ptr, n))),
@@ -169,7 +170,8 @@ export class Instance {
 
   /**
    * handle runs one request through the module and returns the decoded
-   * Response. ctx is { env, requestId }. It throws when the module traps;
+   * Response. ctx is { env, requestId, settings }, settings being the Set of
+   * names the config import may read. It throws when the module traps;
    * the caller must then discard this instance.
    */
   async handle(request, ctx) {

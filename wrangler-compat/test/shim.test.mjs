@@ -13,7 +13,7 @@ import { hostFetch } from "../src/fetch.js";
 import { parseLibsqlURL } from "../src/ledger.js";
 import { Wasi } from "../src/wasi.js";
 
-test("config never reads a secret, even one on the allow-list", () => {
+test("config reads only exposed settings and never a secret, even an exposed one", () => {
   const env = {
     SERVICE_RATE_LIMIT: "7",
     SERVICE_WELCOME_CREDITS: 5,
@@ -26,12 +26,16 @@ test("config never reads a secret, even one on the allow-list", () => {
     RANDOM_SETTING: "r",
     AI: { run() {} },
   };
-  assert.equal(config(env, "SERVICE_RATE_LIMIT"), "7");
-  assert.equal(config(env, "SERVICE_WELCOME_CREDITS"), "5");
-  assert.equal(config(env, "UPSTREAM_URL"), "https://up.test/v1");
+  // The list a generated function Worker passes in, with secrets and a
+  // binding put on it by mistake.
+  const exposed = new Set(["SERVICE_RATE_LIMIT", "SERVICE_WELCOME_CREDITS", "UPSTREAM_URL", "UPSTREAM_API_KEY", "LIBSQL_URL", "LIBSQL_AUTH_TOKEN", "MAIL_API_KEY", "OTHER_SECRET", "AI"]);
+  assert.equal(config(env, "SERVICE_RATE_LIMIT", exposed), "7");
+  assert.equal(config(env, "SERVICE_WELCOME_CREDITS", exposed), "5");
+  assert.equal(config(env, "UPSTREAM_URL", exposed), "https://up.test/v1");
   for (const name of ["UPSTREAM_API_KEY", "LIBSQL_URL", "LIBSQL_AUTH_TOKEN", "MAIL_API_KEY", "OTHER_SECRET", "RANDOM_SETTING", "AI", "toString", "__proto__"]) {
-    assert.equal(config(env, name), "", name);
+    assert.equal(config(env, name, exposed), "", name);
   }
+  assert.equal(config(env, "SERVICE_RATE_LIMIT", undefined), "", "no list, no settings");
   assert.ok(isSecret("X_TOKEN") && isSecret("X_KEY") && isSecret("X_SECRET") && !isSecret("SERVICE_DOCS_URL"));
 });
 

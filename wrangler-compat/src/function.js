@@ -1,0 +1,148 @@
+// The fetch handler of a function Worker: one function module and the part
+// of the host that lives around it (schema/abi.md, "Request handling around
+// the module"): the route's body cap and deadline, the instance pool, the
+// headers every response carries and the platform errors for a trap or a
+// timeout. Each function is its own Worker so that each can be versioned and
+// rolled out alone; the front Worker (front.js) routes to them.
+//
+// A function Worker is normally reached only through the front's service
+// binding (its generated configuration sets workers_dev = false), which
+// passes the request id and the version affinity key along. Called
+// directly, it still routes among its own routes and answers like the
+// wazero host.
+
+import { match } from "./router.js";
+import { Pool, Overloaded, DeadlineExceeded } from "./pool.js";
+import { VersionError } from "./host.js";
+import { parseDuration } from "./duration.js";
+import { INTERNAL_HEADERS, log, platformError, requestIdOf, respond } from "./respond.js";
+
+/** Body cap of a route whose maxBody is 0 (wasm-host/server.DefaultMaxBody). */
+const DEFAULT_MAX_BODY = 1 << 20;
+
+/** Deadline of a request unless GATEWAY_REQUEST_TIMEOUT sets another. */
+const DEFAULT_TIMEOUT_MS = 60_000;
+
+class BodyTooLarge extends Error {}
+
+/** readBody reads at most max bytes of the request body. */
+async function readBody(request, max) {
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > max) {
+      await reader.cancel();
+      throw new BodyTooLarge();
+    }
+    chunks.push(value);
+  }
+  const body = new Uint8Array(total);
+  let off = 0;
+  for (const c of chunks) {
+    body.set(c, off);
+    off += c.length;
+  }
+  return body;
+}
+
+function requestTimeout(env) {
+  const ms = parseDuration(env.GATEWAY_REQUEST_TIMEOUT ?? "");
+  return ms > 0 ? ms : DEFAULT_TIMEOUT_MS;
+}
+
+/**
+ * functionWorker returns the Worker of one function module.
+ *
+ * name     the function's name (build/functions/<name>.wasm)
+ * module   its compiled WebAssembly.Module
+ * version  the module version it answers with in X-Function-Version,
+ *          name@<12 hex of the module's SHA-256>, as the wazero host names it
+ * routes   the route table entries this function serves
+ * exposed  the settings a module may read through the config import
+ */
+export function functionWorker({ name, module, version, routes, exposed }) {
+  let pool = null; // instances need a request to be created in
+  const settings = new Set(exposed);
+
+  async function serve(request, env, requestId) {
+    const url = new URL(request.url);
+    const { route, allow } = match(routes, request.method, url.pathname);
+    if (!route) {
+      if (allow.length > 0) {
+        return platformError(405, "method_not_allowed", `this path does not accept ${request.method}`, [["allow", allow.join(", ")]]);
+      }
+      return platformError(404, "not_found", "no such route");
+    }
+    const maxBody = route.maxBody || DEFAULT_MAX_BODY;
+    let body;
+    try {
+      body = await readBody(request, maxBody);
+    } catch (e) {
+      if (e instanceof BodyTooLarge) {
+        // Refused before any function runs: it costs nothing.
+        return platformError(413, "body_too_large", `the request body exceeds ${maxBody} bytes`);
+      }
+      return platformError(400, "invalid_body", "the request body could not be read");
+    }
+    const headers = [];
+    for (const [h, value] of request.headers) {
+      if (!INTERNAL_HEADERS.has(h)) headers.push([h, value]);
+    }
+    const message = {
+      method: request.method,
+      path: url.pathname,
+      query: url.search.slice(1),
+      clientAddr: request.headers.get("cf-connecting-ip") ?? "",
+      requestId,
+      headers,
+      body,
+    };
+    pool ??= new Pool(name, module);
+    try {
+      const answer = await pool.run((inst) => inst.handle(message, { env, requestId, settings }), requestTimeout(env));
+      answer.headers.push(["x-function-version", version]);
+      return answer;
+    } catch (e) {
+      log("error", "function failed", { request_id: requestId, function: name, version, error: String(e?.stack ?? e) });
+      const failed = failure(e, name);
+      failed.headers.push(["x-function-version", version]);
+      return failed;
+    }
+  }
+
+  return {
+    async fetch(request, env) {
+      // No access log line here: the platform logs every request already
+      // (wrangler prints one per request, Workers Logs keep them), and a
+      // console line costs about 10 ms per request under wrangler dev.
+      const requestId = requestIdOf(request);
+      let answer;
+      try {
+        answer = await serve(request, env, requestId);
+      } catch (e) {
+        log("error", "host failed", { request_id: requestId, error: String(e?.stack ?? e) });
+        answer = platformError(500, "internal_error", "the function failed; the request id identifies it in the logs");
+      }
+      return respond(request, requestId, answer);
+    },
+  };
+}
+
+/** failure maps a failed call to the wazero host's platform error. */
+function failure(e, name) {
+  if (e instanceof Overloaded) {
+    return platformError(503, "overloaded", "every instance of this function is busy; retry shortly", [["retry-after", "1"]]);
+  }
+  if (e instanceof DeadlineExceeded) {
+    return platformError(504, "function_timeout", "the function did not finish before its deadline");
+  }
+  if (e instanceof VersionError) {
+    return platformError(503, "function_unavailable", `the ${name} function is not deployed on this host`);
+  }
+  return platformError(500, "internal_error", "the function failed; the request id identifies it in the logs");
+}

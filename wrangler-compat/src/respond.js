@@ -1,0 +1,71 @@
+// What every answer of the Workers host carries, shared by the front Worker
+// and the function Workers: the platform error body and headers
+// (shared/policy.Error), the request id, Cache-Control and nosniff. Status
+// codes, error codes and messages are those of the wazero host
+// (wasm-host/server), so a client cannot tell the two hosts apart.
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/**
+ * Headers the front Worker adds to the subrequest it makes to a function
+ * Worker. They are the hosts' business: a function Worker drops them before
+ * the module sees the request, as the wazero host has no such headers.
+ */
+export const REQUEST_ID_HEADER = "x-gateway-request-id";
+export const VERSION_KEY_HEADER = "cloudflare-workers-version-key";
+export const VERSION_OVERRIDES_HEADER = "cloudflare-workers-version-overrides";
+export const INTERNAL_HEADERS = new Set([REQUEST_ID_HEADER, VERSION_KEY_HEADER, VERSION_OVERRIDES_HEADER]);
+
+const REQUEST_ID = /^[0-9a-f]{32}$/;
+
+/** newRequestId returns 32 lower-case hex digits, the wazero host's format. */
+export function newRequestId() {
+  return crypto.randomUUID().replaceAll("-", "");
+}
+
+/** requestIdOf keeps the front Worker's id for the request, or makes one. */
+export function requestIdOf(request) {
+  const id = request.headers.get(REQUEST_ID_HEADER) ?? "";
+  return REQUEST_ID.test(id) ? id : newRequestId();
+}
+
+/**
+ * platformError is the platform's error answer (shared/policy.Error): body
+ * {"error":{"code":…,"message":…}} and the X-Service-Error-* headers.
+ */
+export function platformError(status, code, message, extra = []) {
+  return {
+    status,
+    headers: [
+      ["content-type", JSON_TYPE],
+      ["x-service-error-source", "platform"],
+      ["x-service-error-code", code],
+      ...extra,
+    ],
+    body: JSON.stringify({ error: { code, message } }),
+  };
+}
+
+export function log(level, msg, fields) {
+  const line = JSON.stringify({ level, msg, ...fields });
+  if (level === "error") console.error(line);
+  else console.log(line);
+}
+
+/**
+ * respond builds the HTTP response. The platform owns Cache-Control and adds
+ * the request id unless the function set one (a replay keeps its original).
+ */
+export function respond(request, requestId, answer) {
+  const headers = new Headers();
+  for (const [name, value] of answer.headers) headers.append(name, value);
+  headers.set("cache-control", "no-store");
+  headers.set("x-content-type-options", "nosniff");
+  if (!headers.has("x-request-id")) headers.set("x-request-id", requestId);
+  let status = answer.status;
+  // The wazero host sends any status from 100 to 999; a Response takes
+  // 200–599 only, so the rest become 500 here.
+  if (status < 200 || status > 599) status = 500;
+  const nullBody = request.method === "HEAD" || status === 204 || status === 205 || status === 304;
+  return new Response(nullBody ? null : answer.body, { status, headers });
+}

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// A gradual rollout of one function on Workers, the counterpart of
+// `gateway release` on the wazero host:
+//
+//   - canary: the new module is written into a copy of the function's
+//     Worker (same name, same bindings and vars), uploaded as a new version
+//     without deploying it (wrangler versions upload), then deployed beside
+//     the current one with a percentage split (wrangler versions deploy
+//     NEW@P% OLD@(100-P)%). The front Worker sends every request with the
+//     caller's account as Cloudflare-Workers-Version-Key, so Cloudflare keeps
+//     an account on one version, as the wazero host's buckets do.
+//   - promote: the canary serves 100%.
+//   - rollback: the stable version serves 100% again; with no canary, the
+//     previous deployment comes back (wrangler rollback), undoing a
+//     promotion.
+//
+// The canary of a split is the newer of its two versions. Automatic
+// rollback is the wazero host's; on Workers, watch the versions in Workers
+// observability and roll back by hand.
+//
+// With -dry-run nothing reaches the Cloudflare API: the new version is
+// bundled and checked (wrangler versions upload --dry-run, which works
+// offline) and the deployment commands are printed with placeholders for
+// the version ids only the API knows.
+
+// Placeholders printed by -dry-run where the API would give version ids.
+const (
+	newVersionID    = "<new-version-id>"
+	stableVersionID = "<stable-version-id>"
+	canaryVersionID = "<canary-version-id>"
+)
+
+// traffic is one version's share of a deployment, as wrangler's JSON has it.
+type traffic struct {
+	VersionID  string  `json:"version_id"`
+	Percentage float64 `json:"percentage"`
+}
+
+// deployment is the part of `wrangler deployments status --json` used here.
+type deployment struct {
+	Versions []traffic `json:"versions"`
+}
+
+// versionInfo is the part of `wrangler versions list --json` used here.
+type versionInfo struct {
+	ID       string `json:"id"`
+	Metadata struct {
+		CreatedOn string `json:"created_on"`
+	} `json:"metadata"`
+}
+
+// split tells the stable and the canary version of a deployment apart: the
+// canary is the more recently created of two. With one version there is no
+// canary ("" is returned for it).
+func split(d deployment, versions []versionInfo) (stable, canary string, err error) {
+	switch len(d.Versions) {
+	case 1:
+		return d.Versions[0].VersionID, "", nil
+	case 2:
+	default:
+		return "", "", fmt.Errorf("the deployment has %d versions; want one or two", len(d.Versions))
+	}
+	created := map[string]string{}
+	for _, v := range versions {
+		created[v.ID] = v.Metadata.CreatedOn
+	}
+	a, b := d.Versions[0].VersionID, d.Versions[1].VersionID
+	ca, okA := created[a]
+	cb, okB := created[b]
+	if !okA || !okB {
+		return "", "", errors.New("the versions of the deployment are not in `wrangler versions list`")
+	}
+	// created_on is RFC 3339 in UTC, so text order is time order.
+	if ca > cb {
+		return b, a, nil
+	}
+	return a, b, nil
+}
+
+// percent checks a share for `wrangler versions deploy`: 0 to 100.
+func percent(s string) (float64, error) {
+	p, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if err != nil || p < 0 || p > 100 {
+		return 0, fmt.Errorf("PERCENT %q: want a number from 0 to 100", s)
+	}
+	return p, nil
+}
+
+func formatPercent(p float64) string { return strconv.FormatFloat(p, 'f', -1, 64) + "%" }
+
+// splitArgs is the deploy command of a canary at p percent beside stable.
+func splitArgs(config, canary, stable string, p float64, message string) []string {
+	return []string{"versions", "deploy", canary + "@" + formatPercent(p), stable + "@" + formatPercent(100-p),
+		"--yes", "--message", message, "-c", config}
+}
+
+func cmdRelease(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("release", flag.ContinueOnError)
+	out := fs.String("out", "wrangler-compat/generated", "the generated Workers")
+	dryRun := fs.Bool("dry-run", false, "check the new version's bundle and print the deployment commands, without the Cloudflare API")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pos := fs.Args()
+	if len(pos) < 2 {
+		return errors.New(usage)
+	}
+	m, err := readManifest(*out)
+	if err != nil {
+		return err
+	}
+	f, err := m.function(pos[1])
+	if err != nil {
+		return err
+	}
+	w, err := newWrangler(*dryRun, stdout)
+	if err != nil {
+		return err
+	}
+	r := &rollout{w: w, m: m, f: f, out: *out, config: filepath.Join(*out, f.Dir, "wrangler.toml"), stdout: stdout}
+	switch {
+	case pos[0] == "canary" && len(pos) == 4:
+		p, err := percent(pos[3])
+		if err != nil {
+			return err
+		}
+		return r.canary(pos[2], p)
+	case pos[0] == "promote" && len(pos) == 2:
+		return r.promote()
+	case pos[0] == "rollback" && len(pos) == 2:
+		return r.rollback()
+	case pos[0] == "status" && len(pos) == 2:
+		return r.status()
+	}
+	return errors.New(usage)
+}
+
+// rollout is one release command on one function Worker.
+type rollout struct {
+	w      *wrangler
+	m      *Manifest
+	f      *FunctionEntry
+	out    string
+	config string // the function Worker's wrangler.toml
+	stdout io.Writer
+}
+
+// api runs a command that needs the Cloudflare API, or prints it in a dry run.
+func (r *rollout) api(args ...string) error {
+	if r.w.dryRun {
+		fmt.Fprintf(r.stdout, "would run: %s\n", command(args))
+		return nil
+	}
+	_, err := r.w.run(nil, args...)
+	return err
+}
+
+// current returns the stable and canary version ids of the function's
+// deployment (canary "" when it has one version).
+func (r *rollout) current() (stable, canary string, err error) {
+	var d deployment
+	text, err := r.w.quiet("deployments", "status", "--json", "-c", r.config)
+	if err != nil {
+		return "", "", err
+	}
+	if err := json.Unmarshal([]byte(text), &d); err != nil {
+		return "", "", fmt.Errorf("deployments status: %w", err)
+	}
+	var versions []versionInfo
+	if len(d.Versions) == 2 {
+		text, err := r.w.quiet("versions", "list", "--json", "-c", r.config)
+		if err != nil {
+			return "", "", err
+		}
+		if err := json.Unmarshal([]byte(text), &versions); err != nil {
+			return "", "", fmt.Errorf("versions list: %w", err)
+		}
+	}
+	return split(d, versions)
+}
+
+func (r *rollout) canary(path string, p float64) error {
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(wasm)
+	nf := *r.f
+	nf.SHA256 = hex.EncodeToString(sum[:])
+	nf.Version = nf.Function + "@" + nf.SHA256[:12]
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(r.out, "releases", nf.Function, nf.SHA256[:12])
+	o := genOptions{Src: filepath.Join(root, "wrangler-compat", "src"), Vars: r.m.Vars}
+	if err := writeFunction(o, r.m, nf, dir, wasm); err != nil {
+		return err
+	}
+	message := "canary " + nf.Version
+	upload := []string{"versions", "upload", "-c", filepath.Join(dir, "wrangler.toml"), "--tag", nf.SHA256[:12], "--message", message}
+	if r.w.dryRun {
+		// Bundles and checks the new version for real; only the upload is skipped.
+		if _, err := r.w.run(nil, append(upload, "--dry-run")...); err != nil {
+			return err
+		}
+		fmt.Fprintf(r.stdout, "would run: %s\n", command(upload))
+		fmt.Fprintf(r.stdout, "would run: %s\n", command(splitArgs(r.config, newVersionID, stableVersionID, p, message)))
+		fmt.Fprintf(r.stdout, "(%s is the version upload prints; %s is the larger share of `wrangler deployments status -c %s`)\n", newVersionID, stableVersionID, r.config)
+		return nil
+	}
+	events := filepath.Join(os.TempDir(), fmt.Sprintf("workers-upload-%d.ndjson", os.Getpid()))
+	defer os.Remove(events)
+	if _, err := r.w.run([]string{"WRANGLER_OUTPUT_FILE_PATH=" + events}, upload...); err != nil {
+		return err
+	}
+	newID, err := uploadedVersion(events)
+	if err != nil {
+		return err
+	}
+	stable, _, err := r.current()
+	if err != nil {
+		return err
+	}
+	if err := r.api(splitArgs(r.config, newID, stable, p, message)...); err != nil {
+		return err
+	}
+	fmt.Fprintf(r.stdout, "%s (version %s) serves %s of accounts; promote or roll back with `workers release promote|rollback %s`\n",
+		nf.Version, newID, formatPercent(p), nf.Function)
+	return nil
+}
+
+// uploadedVersion finds the version id in wrangler's output events.
+func uploadedVersion(path string) (string, error) {
+	lines, err := outputEvents(path)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range lines {
+		var e struct {
+			Type      string `json:"type"`
+			VersionID string `json:"version_id"`
+		}
+		if json.Unmarshal([]byte(line), &e) == nil && e.Type == "version-upload" && e.VersionID != "" {
+			return e.VersionID, nil
+		}
+	}
+	return "", errors.New("wrangler versions upload reported no version id")
+}
+
+func (r *rollout) promote() error {
+	if r.w.dryRun {
+		return r.api("versions", "deploy", canaryVersionID+"@100%", "--yes", "--message", "promote", "-c", r.config)
+	}
+	_, canary, err := r.current()
+	if err != nil {
+		return err
+	}
+	if canary == "" {
+		return fmt.Errorf("%s has no canary to promote: its deployment has one version", r.f.Name)
+	}
+	return r.api("versions", "deploy", canary+"@100%", "--yes", "--message", "promote", "-c", r.config)
+}
+
+func (r *rollout) rollback() error {
+	if r.w.dryRun {
+		fmt.Fprintln(r.stdout, "with a canary:")
+		r.api("versions", "deploy", stableVersionID+"@100%", "--yes", "--message", "rollback", "-c", r.config)
+		fmt.Fprintln(r.stdout, "without one (undo the last promotion):")
+		return r.api("rollback", "--yes", "--message", "rollback", "-c", r.config)
+	}
+	stable, canary, err := r.current()
+	if err != nil {
+		return err
+	}
+	if canary != "" {
+		return r.api("versions", "deploy", stable+"@100%", "--yes", "--message", "rollback", "-c", r.config)
+	}
+	return r.api("rollback", "--yes", "--message", "rollback", "-c", r.config)
+}
+
+func (r *rollout) status() error {
+	return r.api("deployments", "status", "-c", r.config)
+}
