@@ -52,11 +52,11 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 		return unauthorized(CodeInvalidKey, "the API key is malformed")
 	}
 
+	s := settings.Read(env.Config)
 	now := time.Now()
-	limit := rateLimit(env.Config)
 	a, rate, err := ledgerq.AuthorizeKey(env.Ledger,
-		&ledgerq.Principal{AccountID: account, KeyHash: keys.Hash(tok), IPHash: hashIP(req.ClientAddr)},
-		Scope, limit, now)
+		&ledgerq.Principal{AccountID: account, KeyHash: keys.Hash(tok), IPHash: hashIP(req.ClientAddr), AuthLimit: s.AuthRateLimit},
+		Scope, rateLimit(env.Config), now)
 	switch {
 	case err != nil:
 		env.Error("model listing: authentication failed", "error", err.Error())
@@ -73,7 +73,6 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 		return resp
 	}
 
-	s := settings.Read(env.Config)
 	var resp abi.Response
 	if adapter := upstream.For(&s); adapter == nil {
 		resp = policy.Error(503, upstream.CodeNotConfigured, "no upstream provider is configured on this deployment")
