@@ -5,8 +5,6 @@
 package decide
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 	"time"
 
@@ -98,7 +96,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	// Authorise and reserve: one ledger round trip.
 	now := time.Now()
 	r, err := ledgerq.ReserveDecision(env.Ledger, &ledgerq.Reserve{
-		Principal:   ledgerq.Principal{AccountID: c.AccountID, KeyHash: keyHash, IPHash: hashIP(req.ClientAddr), AuthLimit: s.AuthRateLimit},
+		Principal:   ledgerq.Principal{AccountID: c.AccountID, KeyHash: keyHash, IPHash: ledgerq.HashIP(req.ClientAddr), AuthLimit: s.AuthRateLimit},
 		Source:      c.Source,
 		RequestID:   req.RequestID,
 		IdemKey:     idemKey,
@@ -246,12 +244,6 @@ func unauthorized(code, message string) abi.Response {
 	return resp
 }
 
-// hashIP is the scope of the authentication counter: client addresses are
-// never stored in the clear.
-func hashIP(ip string) string {
-	sum := sha256.Sum256([]byte("decision-gateway/ip/" + ip))
-	return hex.EncodeToString(sum[:16])
-}
 
 // validIdempotencyKey: 1 to 255 visible ASCII characters (schema/errors.md).
 func validIdempotencyKey(k string) bool {

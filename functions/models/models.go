@@ -5,8 +5,6 @@
 package models
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 	"time"
 
@@ -55,7 +53,7 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	s := settings.Read(env.Config)
 	now := time.Now()
 	a, rate, err := ledgerq.AuthorizeKey(env.Ledger,
-		&ledgerq.Principal{AccountID: account, KeyHash: keys.Hash(tok), IPHash: hashIP(req.ClientAddr), AuthLimit: s.AuthRateLimit},
+		&ledgerq.Principal{AccountID: account, KeyHash: keys.Hash(tok), IPHash: ledgerq.HashIP(req.ClientAddr), AuthLimit: s.AuthRateLimit},
 		Scope, rateLimit(env.Config), now)
 	switch {
 	case err != nil:
@@ -106,10 +104,3 @@ func retryAfter(w ledgerq.Window, now time.Time) string {
 	return strconv.FormatInt(s, 10)
 }
 
-// hashIP is the scope of the authentication counter, which the decision
-// endpoint shares (spec §8: per hashed client IP, for all API
-// authentication). It must hash exactly as functions/decide does.
-func hashIP(ip string) string {
-	sum := sha256.Sum256([]byte("decision-gateway/ip/" + ip))
-	return hex.EncodeToString(sum[:16])
-}
