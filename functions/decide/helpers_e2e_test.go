@@ -3,8 +3,6 @@ package decide_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +16,7 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
+	"decisiongateway/shared/ledgerq"
 	"decisiongateway/wasm-host/hosttest"
 	"decisiongateway/wasm-host/sqldtest"
 )
@@ -215,12 +214,8 @@ const simpleRequest = `{"model":"model-x","state":"a red apple","questions":{"fr
 
 func str(s string) abi.Value { return abi.String(s) }
 
-// hashOfLoopback is the auth counter's scope for requests from 127.0.0.1
-// (the hashing the decide function documents in hashIP).
-var hashOfLoopback = func() string {
-	sum := sha256.Sum256([]byte("decision-gateway/ip/127.0.0.1"))
-	return hex.EncodeToString(sum[:16])
-}()
+// hashOfLoopback is the auth counter's scope for requests from 127.0.0.1.
+var hashOfLoopback = ledgerq.HashIP("127.0.0.1")
 
 // addKey gives acct another live key.
 func (g *gateway) addKey(acct string) string {
