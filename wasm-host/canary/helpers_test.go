@@ -28,10 +28,11 @@ const function = "decide"
 // host is a wazero host serving one function, built from canaryv1, as a
 // release: real modules, a real ledger, the real HTTP server.
 type host struct {
-	url    string
-	table  *canary.Table
-	store  *canary.Store
-	v1, v2 []byte
+	url     string
+	handler http.Handler
+	table   *canary.Table
+	store   *canary.Store
+	v1, v2  []byte
 }
 
 func startHost(t *testing.T) *host {
@@ -80,7 +81,8 @@ func startHost(t *testing.T) *host {
 		Timeout:   10 * time.Second,
 		Log:       log,
 	}
-	hs := httptest.NewServer(h.table.Wrap(srv))
+	h.handler = h.table.Wrap(srv)
+	hs := httptest.NewServer(h.handler)
 	t.Cleanup(hs.Close)
 	h.url = hs.URL
 	return h
