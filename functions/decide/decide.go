@@ -244,7 +244,6 @@ func unauthorized(code, message string) abi.Response {
 	return resp
 }
 
-
 // validIdempotencyKey: 1 to 255 visible ASCII characters (schema/errors.md).
 func validIdempotencyKey(k string) bool {
 	if len(k) == 0 || len(k) > 255 {

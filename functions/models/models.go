@@ -103,4 +103,3 @@ func retryAfter(w ledgerq.Window, now time.Time) string {
 	}
 	return strconv.FormatInt(s, 10)
 }
-
