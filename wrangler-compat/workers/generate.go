@@ -67,6 +67,7 @@ type genOptions struct {
 	Local     bool
 	Vars      map[string]string // plain settings for [vars]
 	Src       string            // wrangler-compat/src
+	Domain    string            // custom domain of the front Worker, if any
 }
 
 func cmdGenerate(args []string, stdout io.Writer) error {
@@ -77,6 +78,7 @@ func cmdGenerate(args []string, stdout io.Writer) error {
 	prefix := fs.String("name", "decision-gateway", "name of the front Worker; function Workers are NAME-FUNCTION")
 	local := fs.Bool("local", false, "offline: bind AI to a local stand-in Worker instead of Workers AI")
 	varsFile := fs.String("vars", "", "NAME=VALUE lines of plain settings for every function Worker's [vars] (no secrets)")
+	domain := fs.String("domain", "", "serve the front Worker on this custom domain (e.g. gateway.example.com) besides workers.dev")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -98,7 +100,7 @@ func cmdGenerate(args []string, stdout io.Writer) error {
 		return err
 	}
 	m, err := generate(genOptions{
-		Routes: table, Functions: *functions, Out: *out, Prefix: *prefix, Local: *local, Vars: vars,
+		Routes: table, Functions: *functions, Out: *out, Prefix: *prefix, Local: *local, Vars: vars, Domain: *domain,
 		Src: filepath.Join(root, "wrangler-compat", "src"),
 	})
 	if err != nil {
@@ -352,7 +354,11 @@ export default frontWorker(%s);
 	var t strings.Builder
 	fmt.Fprintf(&t, "# %s\n# The front Worker: routes each request to its function's Worker.\n", header)
 	fmt.Fprintf(&t, "name = %s\nmain = \"worker.js\"\ncompatibility_date = %q\n\n", tomlString(m.Front.Name), compatibilityDate)
-	t.WriteString("# Add your own routes or custom domain here, or in the dashboard.\n\n")
+	if o.Domain != "" {
+		fmt.Fprintf(&t, "routes = [{ pattern = %s, custom_domain = true }]\n\n", tomlString(o.Domain))
+	} else {
+		t.WriteString("# Public on workers.dev; generate with -domain NAME for a custom domain.\n\n")
+	}
 	for _, f := range m.Functions {
 		fmt.Fprintf(&t, "[[services]]\nbinding = %s\nservice = %s\n\n", tomlString(f.Binding), tomlString(f.Name))
 	}

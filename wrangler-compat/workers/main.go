@@ -5,6 +5,7 @@
 // their own copies of it.
 //
 //	workers generate -routes FILE [-functions DIR] [-out DIR] [-local] [-vars FILE]
+//	workers dev      [-out DIR] -env-file FILE [-port N]  run every Worker locally in one wrangler dev
 //	workers deploy   [-out DIR] [-secrets FILE] [-dry-run]  (-dry-run: bundle, check, print sizes against the limits)
 //	workers release  canary FUNCTION PATH.wasm PERCENT | promote FUNCTION | rollback FUNCTION | status FUNCTION
 //
@@ -23,6 +24,7 @@ import (
 
 const usage = `usage (from the repository root):
   go run ./wrangler-compat/workers generate -routes FILE [-functions DIR] [-out DIR] [-name NAME] [-local] [-vars FILE]
+  go run ./wrangler-compat/workers dev      [-out DIR] -env-file FILE [-port 8788]
   go run ./wrangler-compat/workers deploy   [-out DIR] [-secrets FILE] [-dry-run]
   go run ./wrangler-compat/workers release  [-out DIR] [-dry-run] canary FUNCTION PATH.wasm PERCENT
   go run ./wrangler-compat/workers release  [-out DIR] [-dry-run] promote|rollback|status FUNCTION
@@ -40,6 +42,8 @@ func main() {
 	switch os.Args[1] {
 	case "generate":
 		err = cmdGenerate(os.Args[2:], os.Stdout)
+	case "dev":
+		err = cmdDev(os.Args[2:], os.Stdout)
 	case "deploy":
 		err = cmdDeploy(os.Args[2:], os.Stdout)
 	case "release":

@@ -174,12 +174,10 @@ func releaseCanary(ctx context.Context, cfg *hostconfig.Config, store *canary.St
 	if err := checkModule(ctx, function, wasm); err != nil {
 		return err
 	}
+	// A canary equal to the module a host was started with is simply not
+	// used by that host; the disk here may hold a newer build than the
+	// hosts serve, so it is not compared.
 	v := canary.VersionOf(function, wasm)
-	if st, _, err := store.Get(ctx, function); err != nil {
-		return err
-	} else if st.StableSHA == "" && builtVersion(cfg, function) == v {
-		return fmt.Errorf("%s is already the stable (built) version of %s", v.Label(), function)
-	}
 	if _, err := store.Canary(ctx, function, wasm, share, bound); err != nil {
 		return err
 	}
