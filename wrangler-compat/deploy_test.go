@@ -131,7 +131,7 @@ func TestCanaryRolloutOnWorkersOffline(t *testing.T) {
 		t.Errorf("promote:\n%s", text)
 	}
 	text = runWorkers(t, "release", "-out", out, "-dry-run", "rollback", "config")
-	for _, want := range []string{"wrangler versions deploy '<stable-version-id>@100%' --yes --message rollback -c " + config, "wrangler rollback --yes --message rollback -c " + config} {
+	for _, want := range []string{"wrangler versions deploy '<stable-version-id>@100%' --yes --message rollback -c " + config, "wrangler rollback '<previous-stable-version-id>' --yes --message rollback -c " + config} {
 		if !strings.Contains(text, want) {
 			t.Errorf("rollback lacks %q:\n%s", want, text)
 		}

@@ -276,13 +276,19 @@ var workersTool = sync.OnceValues(func() (string, error) {
 // standard output; a failure fails the test with its output.
 func runWorkers(t testing.TB, args ...string) string {
 	t.Helper()
+	return runWorkersEnv(t, nil, args...)
+}
+
+// runWorkersEnv is runWorkers with more environment variables.
+func runWorkersEnv(t testing.TB, env []string, args ...string) string {
+	t.Helper()
 	tool, err := workersTool()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(tool, args...)
 	cmd.Dir = testenv.Root(t)
-	cmd.Env = wranglerEnv(t, nodeBin(t))
+	cmd.Env = append(wranglerEnv(t, nodeBin(t)), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

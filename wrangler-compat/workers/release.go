@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -26,8 +27,8 @@ import (
 //     an account on one version, as the wazero host's buckets do.
 //   - promote: the canary serves 100%.
 //   - rollback: the stable version serves 100% again; with no canary, the
-//     previous deployment comes back (wrangler rollback), undoing a
-//     promotion.
+//     last version that served 100% before the current one comes back
+//     (wrangler rollback VERSION), undoing a promotion.
 //
 // The canary of a split is the newer of its two versions. Automatic
 // rollback is the wazero host's; on Workers, watch the versions in Workers
@@ -43,6 +44,7 @@ const (
 	newVersionID    = "<new-version-id>"
 	stableVersionID = "<stable-version-id>"
 	canaryVersionID = "<canary-version-id>"
+	previousID      = "<previous-stable-version-id>"
 )
 
 // traffic is one version's share of a deployment, as wrangler's JSON has it.
@@ -51,9 +53,31 @@ type traffic struct {
 	Percentage float64 `json:"percentage"`
 }
 
-// deployment is the part of `wrangler deployments status --json` used here.
+// deployment is the part of `wrangler deployments status --json` (and of
+// each item of `deployments list --json`) used here.
 type deployment struct {
-	Versions []traffic `json:"versions"`
+	CreatedOn string    `json:"created_on"`
+	Versions  []traffic `json:"versions"`
+}
+
+// previousStable finds the version to undo a promotion with: the newest
+// version that served 100% in a deployment before the latest one and is not
+// the current one. (wrangler rollback without a version picks the newest
+// earlier 100% deployment, which after a canary's rollback is the current
+// version itself.)
+func previousStable(deployments []deployment, current string) (string, error) {
+	sorted := slices.Clone(deployments)
+	// created_on is RFC 3339 in UTC, so text order is time order.
+	slices.SortFunc(sorted, func(a, b deployment) int { return strings.Compare(b.CreatedOn, a.CreatedOn) })
+	for i, d := range sorted {
+		if i == 0 {
+			continue // the current deployment
+		}
+		if len(d.Versions) == 1 && d.Versions[0].Percentage == 100 && d.Versions[0].VersionID != current {
+			return d.Versions[0].VersionID, nil
+		}
+	}
+	return "", errors.New("no earlier version served 100%: nothing to roll back to")
 }
 
 // versionInfo is the part of `wrangler versions list --json` used here.
@@ -282,7 +306,7 @@ func (r *rollout) rollback() error {
 		fmt.Fprintln(r.stdout, "with a canary:")
 		r.api("versions", "deploy", stableVersionID+"@100%", "--yes", "--message", "rollback", "-c", r.config)
 		fmt.Fprintln(r.stdout, "without one (undo the last promotion):")
-		return r.api("rollback", "--yes", "--message", "rollback", "-c", r.config)
+		return r.api("rollback", previousID, "--yes", "--message", "rollback", "-c", r.config)
 	}
 	stable, canary, err := r.current()
 	if err != nil {
@@ -291,7 +315,19 @@ func (r *rollout) rollback() error {
 	if canary != "" {
 		return r.api("versions", "deploy", stable+"@100%", "--yes", "--message", "rollback", "-c", r.config)
 	}
-	return r.api("rollback", "--yes", "--message", "rollback", "-c", r.config)
+	text, err := r.w.quiet("deployments", "list", "--json", "-c", r.config)
+	if err != nil {
+		return err
+	}
+	var ds []deployment
+	if err := json.Unmarshal([]byte(text), &ds); err != nil {
+		return fmt.Errorf("deployments list: %w", err)
+	}
+	previous, err := previousStable(ds, stable)
+	if err != nil {
+		return err
+	}
+	return r.api("rollback", previous, "--yes", "--message", "rollback", "-c", r.config)
 }
 
 func (r *rollout) status() error {

@@ -122,3 +122,23 @@ func TestSplitFindsTheCanaryByAge(t *testing.T) {
 		}
 	}
 }
+
+// TestPreviousStableUndoesThePromotion checks the version a rollback with
+// no canary returns to: the last one that served everyone before the
+// current version, skipping the splits and the current version's own
+// earlier deployments.
+func TestPreviousStableUndoesThePromotion(t *testing.T) {
+	var ds []deployment
+	json.Unmarshal([]byte(`[
+	 {"created_on":"2026-11-01T09:00:00Z","versions":[{"version_id":"v1","percentage":100}]},
+	 {"created_on":"2026-11-02T09:00:00Z","versions":[{"version_id":"v2","percentage":10},{"version_id":"v1","percentage":90}]},
+	 {"created_on":"2026-11-03T09:00:00Z","versions":[{"version_id":"v2","percentage":100}]},
+	 {"created_on":"2026-11-04T09:00:00Z","versions":[{"version_id":"v3","percentage":25},{"version_id":"v2","percentage":75}]},
+	 {"created_on":"2026-11-05T09:00:00Z","versions":[{"version_id":"v2","percentage":100}]}]`), &ds)
+	if got, err := previousStable(ds, "v2"); err != nil || got != "v1" {
+		t.Errorf("previousStable = %q, %v; want v1", got, err)
+	}
+	if _, err := previousStable(ds[:1], "v1"); err == nil {
+		t.Error("a first deployment has nothing to roll back to")
+	}
+}
