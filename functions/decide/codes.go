@@ -4,8 +4,6 @@ package decide
 // statuses). Upstream failure codes live in shared/upstream and validation
 // codes in shared/validate.
 const (
-	CodeMissingKey        = "missing_api_key"
-	CodeInvalidKey        = "invalid_api_key"
 	CodeAuthRateLimited   = "auth_rate_limited"
 	CodeUnsupportedMedia  = "unsupported_media_type"
 	CodeInvalidIdemKey    = "invalid_idempotency_key"

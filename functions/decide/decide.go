@@ -38,17 +38,10 @@ var (
 // before any ledger read; a well-formed one is checked inside the
 // reservation batch.
 func Handle(env *platform.Env, req *abi.Request) abi.Response {
-	auth := req.Headers.Get("authorization")
-	if auth == "" {
-		return unauthorized(CodeMissingKey, "send the API key as Authorization: Bearer <key>")
-	}
-	tok, ok := keys.Bearer(auth)
-	if !ok {
-		return unauthorized(CodeInvalidKey, "the Authorization header must be Bearer <API key>")
-	}
-	account, ok := keys.Parse(keys.APIKey, tok)
-	if !ok {
-		return unauthorized(CodeInvalidKey, "the API key is malformed")
+	tok, account, refusal := policy.APIKey(req)
+	if refusal != nil {
+		refusal.Headers.Set(policy.HServiceCredits, "0")
+		return *refusal
 	}
 	return run(env, req, Caller{AccountID: account, Source: "api"}, keys.Hash(tok))
 }
@@ -151,7 +144,9 @@ func refuse(env *platform.Env, r *ledgerq.Reservation, account string, now time.
 		resp.Headers.Set(policy.HRetryAfter, retryAfter(r.Auth.Window, now))
 		return resp, true
 	case ledgerq.Unauthorized:
-		return unauthorized(CodeInvalidKey, "the API key is unknown or revoked"), true
+		resp = policy.Unauthorized(policy.CodeInvalidKey, "the API key is unknown or revoked")
+		resp.Headers.Set(policy.HServiceCredits, "0")
+		return resp, true
 	case ledgerq.RateLimited:
 		resp = fail(429, CodeRateLimited, "the account's decision limit for this minute is exhausted")
 		resp.Headers.Set(policy.HRetryAfter, retryAfter(r.Rate.Window, now))
@@ -235,12 +230,6 @@ func retryAfter(w ledgerq.Window, now time.Time) string {
 func fail(status int, code, message string) abi.Response {
 	resp := policy.Error(status, code, message)
 	resp.Headers.Set(policy.HServiceCredits, "0")
-	return resp
-}
-
-func unauthorized(code, message string) abi.Response {
-	resp := fail(401, code, message)
-	resp.Headers.Set("www-authenticate", `Bearer realm="decision-gateway"`)
 	return resp
 }
 

@@ -27,8 +27,6 @@ const Scope = "models"
 // Error codes shared with the decision endpoint (schema/errors.md): a
 // client handles an API key problem the same way on both.
 const (
-	CodeMissingKey        = "missing_api_key"
-	CodeInvalidKey        = "invalid_api_key"
 	CodeAuthRateLimited   = "auth_rate_limited"
 	CodeRateLimited       = "rate_limit_exceeded"
 	CodeLedgerUnavailable = "ledger_unavailable"
@@ -37,17 +35,9 @@ const (
 // Handle: authenticate the key and count the attempt (one ledger batch),
 // then ask the configured upstream kind for its list.
 func Handle(env *platform.Env, req *abi.Request) abi.Response {
-	auth := req.Headers.Get("authorization")
-	if auth == "" {
-		return unauthorized(CodeMissingKey, "send the API key as Authorization: Bearer <key>")
-	}
-	tok, ok := keys.Bearer(auth)
-	if !ok {
-		return unauthorized(CodeInvalidKey, "the Authorization header must be Bearer <API key>")
-	}
-	account, ok := keys.Parse(keys.APIKey, tok)
-	if !ok {
-		return unauthorized(CodeInvalidKey, "the API key is malformed")
+	tok, account, refusal := policy.APIKey(req)
+	if refusal != nil {
+		return *refusal
 	}
 
 	s := settings.Read(env.Config)
@@ -64,7 +54,7 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 		resp.Headers.Set(policy.HRetryAfter, retryAfter(a.Window, now))
 		return resp
 	case !a.OK:
-		return unauthorized(CodeInvalidKey, "the API key is unknown or revoked")
+		return policy.Unauthorized(policy.CodeInvalidKey, "the API key is unknown or revoked")
 	case rate.Exceeded():
 		resp := policy.Error(429, CodeRateLimited, "the account's model listing limit for this minute is exhausted")
 		resp.Headers.Set(policy.HRetryAfter, retryAfter(rate.Window, now))
@@ -88,12 +78,6 @@ func rateLimit(c platform.Config) int {
 		return n
 	}
 	return DefaultRateLimit
-}
-
-func unauthorized(code, message string) abi.Response {
-	resp := policy.Error(401, code, message)
-	resp.Headers.Set("www-authenticate", `Bearer realm="decision-gateway"`)
-	return resp
 }
 
 func retryAfter(w ledgerq.Window, now time.Time) string {

@@ -1,0 +1,42 @@
+package policy
+
+import (
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/keys"
+)
+
+// Codes of API-key authentication, shared by every Bearer-key route.
+const (
+	CodeMissingKey = "missing_api_key"
+	CodeInvalidKey = "invalid_api_key"
+)
+
+// Unauthorized is the 401 of a Bearer-key route.
+func Unauthorized(code, message string) abi.Response {
+	resp := Error(401, code, message)
+	resp.Headers.Set("www-authenticate", `Bearer realm="decision-gateway"`)
+	return resp
+}
+
+// APIKey reads the platform API key from a request's Authorization header.
+// A missing header, another scheme or a malformed key (shape or checksum)
+// is refused here, before any ledger read; refusal is nil when the key is
+// well formed. Whether it is live is for the ledger to say.
+func APIKey(req *abi.Request) (secret, account string, refusal *abi.Response) {
+	auth := req.Headers.Get("authorization")
+	if auth == "" {
+		r := Unauthorized(CodeMissingKey, "send the API key as Authorization: Bearer <key>")
+		return "", "", &r
+	}
+	tok, ok := keys.Bearer(auth)
+	if !ok {
+		r := Unauthorized(CodeInvalidKey, "the Authorization header must be Bearer <API key>")
+		return "", "", &r
+	}
+	account, ok = keys.Parse(keys.APIKey, tok)
+	if !ok {
+		r := Unauthorized(CodeInvalidKey, "the API key is malformed")
+		return "", "", &r
+	}
+	return tok, account, nil
+}
