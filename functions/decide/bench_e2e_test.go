@@ -30,16 +30,16 @@ func BenchmarkDecisionPath(b *testing.B) {
 
 func benchmarkDecisionPath(b *testing.B, ledger string) {
 	g := startGateway(b, ledger, map[string]string{"SERVICE_RATE_LIMIT": "100000000", "SERVICE_AUTH_RATE_LIMIT": "100000000"})
-	_, key := g.account(1 << 40)
+	_, key := g.NewAccount(randomEmail(), 1<<40)
 	// The upstream answers a precomputed valid decision at once.
 	var canned bytes.Buffer
 	answerValid(headerSink{&canned}, []byte(simpleRequest))
 	answer := canned.Bytes()
-	g.vendor.respond = func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+	g.vendor.Handle(func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(answer)
-	}
-	target, _ := url.Parse(g.vendor.server.URL)
+	})
+	target, _ := url.Parse(g.vendor.URL)
 	proxy := httptest.NewServer(httputil.NewSingleHostReverseProxy(target))
 	defer proxy.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}

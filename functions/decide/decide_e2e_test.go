@@ -15,13 +15,13 @@ import (
 func TestExplicitModelForwardsOriginalBytesAndAnswersByteForByte(t *testing.T) {
 	backends(t, func(t *testing.T, ledger string) {
 		g := startGateway(t, ledger, nil)
-		acct, key := g.account(100)
+		acct, key := g.NewAccount(randomEmail(), 100)
 		body := "{ \"questions\" : {\"fruit\":{\"type\":\"choice\",\"criteria\":{\"apple\":\"an apple\",\"pear\":\"a pear\"},\"x-ext\":[1,2]}},\n\"state\":{\"n\":12345678901234567890,\"tiny\":1e-400},\"model\":\"model-x\",\"extension\":true}"
 		r := g.post(key, body)
 		if r.Status != 200 {
 			t.Fatalf("status %d %s", r.Status, r.Body)
 		}
-		calls := g.vendor.received()
+		calls := g.vendor.Seen()
 		if len(calls) != 1 || calls[0].Path != "/v1/service" || string(calls[0].Body) != body {
 			t.Fatalf("upstream got %+v", calls)
 		}
@@ -56,21 +56,21 @@ func TestExplicitModelForwardsOriginalBytesAndAnswersByteForByte(t *testing.T) {
 		if reset, _ := strconv.ParseInt(r.Header.Get("X-Ratelimit-Reset"), 10, 64); reset <= time.Now().Unix() || reset > time.Now().Unix()+60 {
 			t.Errorf("X-RateLimit-Reset %q", r.Header.Get("X-Ratelimit-Reset"))
 		}
-		if g.balance(acct) != 99 {
-			t.Errorf("balance %d", g.balance(acct))
+		if g.Balance(acct) != 99 {
+			t.Errorf("balance %d", g.Balance(acct))
 		}
-		g.checkInvariant()
+		g.CheckInvariant()
 	})
 }
 
 func TestOmittedModelIsInsertedWithoutReserialising(t *testing.T) {
 	g := startGateway(t, "", map[string]string{"SERVICE_DEFAULT_MODEL": "model-2026"})
-	_, key := g.account(10)
+	_, key := g.NewAccount(randomEmail(), 10)
 	body := `{"state":[12345678901234567890123,1e-400,0.1000000000000000055511151231257827],"questions":{"ok":{"type":"noul"}},"ext":{"a":1.50}}`
 	if r := g.post(key, body); r.Status != 200 {
 		t.Fatalf("status %d %s", r.Status, r.Body)
 	}
-	got := string(g.vendor.received()[0].Body)
+	got := string(g.vendor.Seen()[0].Body)
 	if want := `{"model":"model-2026",` + body[1:]; got != want {
 		t.Fatalf("upstream got\n%s\nwant\n%s", got, want)
 	}
@@ -78,7 +78,7 @@ func TestOmittedModelIsInsertedWithoutReserialising(t *testing.T) {
 
 func TestValidationFailuresCostNothingAndReachNoUpstream(t *testing.T) {
 	g := startGateway(t, "", nil)
-	acct, key := g.account(50)
+	acct, key := g.NewAccount(randomEmail(), 50)
 	cases := []struct{ name, body, code string }{
 		{"duplicate key after escapes", `{"state":null,"questions":{"a":{"type":"noul"},"\u0061":{"type":"noul"}}}`, "duplicate_key"},
 		{"boolean type", `{"state":null,"questions":{"a":{"type":"boolean"}}}`, ""},
@@ -112,20 +112,20 @@ func TestValidationFailuresCostNothingAndReachNoUpstream(t *testing.T) {
 	if r := g.post(key, big); r.Status != 413 || r.code() != "body_too_large" {
 		t.Errorf("oversize: %d %q", r.Status, r.code())
 	}
-	if n := len(g.vendor.received()); n != 0 {
+	if n := len(g.vendor.Seen()); n != 0 {
 		t.Errorf("upstream called %d times", n)
 	}
-	if g.balance(acct) != 50 {
-		t.Errorf("balance %d", g.balance(acct))
+	if g.Balance(acct) != 50 {
+		t.Errorf("balance %d", g.Balance(acct))
 	}
-	g.checkInvariant()
+	g.CheckInvariant()
 }
 
 func TestKeysThatCannotAuthenticate(t *testing.T) {
 	g := startGateway(t, "", nil)
-	acct, key := g.account(10)
+	acct, key := g.NewAccount(randomEmail(), 10)
 	g.exec(`UPDATE api_keys SET revoked_at = 1 WHERE account_id = ?`, str(acct))
-	_, other := g.account(10)
+	_, other := g.NewAccount(randomEmail(), 10)
 	forged := other[:len(other)-10] + "aaaaaaaaaa" // bad checksum: refused without a lookup
 	for name, k := range map[string]string{"revoked": key, "malformed": forged, "unknown": strings.Replace(other, other[17:20], "zzz", 1), "missing": ""} {
 		r := g.post(k, simpleRequest)
@@ -133,20 +133,20 @@ func TestKeysThatCannotAuthenticate(t *testing.T) {
 			t.Errorf("%s: %d %q", name, r.Status, r.code())
 		}
 	}
-	if len(g.vendor.received()) != 0 {
+	if len(g.vendor.Seen()) != 0 {
 		t.Error("upstream called")
 	}
 }
 
 func TestInsufficientCreditsRefusedBeforeUpstream(t *testing.T) {
 	g := startGateway(t, "", nil)
-	acct, key := g.account(1)
+	acct, key := g.NewAccount(randomEmail(), 1)
 	two := `{"state":"s","questions":{"a":{"type":"noul"},"b":{"type":"noul"}}}` // costs 2
 	r := g.post(key, two, "Idempotency-Key", "k1")
 	if r.Status != 402 || r.code() != "insufficient_credits" {
 		t.Fatalf("%d %q", r.Status, r.code())
 	}
-	if len(g.vendor.received()) != 0 || g.balance(acct) != 1 {
+	if len(g.vendor.Seen()) != 0 || g.Balance(acct) != 1 {
 		t.Fatal("charged or called")
 	}
 	// The key was not consumed by the refused attempt.
@@ -155,12 +155,12 @@ func TestInsufficientCreditsRefusedBeforeUpstream(t *testing.T) {
 	if r := g.post(key, two, "Idempotency-Key", "k1"); r.Status != 200 || r.Header.Get("X-Service-Credits") != "2" {
 		t.Fatalf("after top-up: %d %s", r.Status, r.Body)
 	}
-	g.checkInvariant()
+	g.CheckInvariant()
 }
 
 func TestAccountRateLimitCountsReplaysAndSharesAcrossKeys(t *testing.T) {
 	g := startGateway(t, "", map[string]string{"SERVICE_RATE_LIMIT": "3"})
-	acct, key := g.account(100)
+	acct, key := g.NewAccount(randomEmail(), 100)
 	second := g.addKey(acct)
 	g.post(key, simpleRequest, "Idempotency-Key", "same")
 	g.post(key, simpleRequest, "Idempotency-Key", "same") // a replay still counts
@@ -177,14 +177,14 @@ func TestAccountRateLimitCountsReplaysAndSharesAcrossKeys(t *testing.T) {
 	if r.Header.Get("X-Ratelimit-Remaining") != "" {
 		t.Error("rate headers on a refused attempt")
 	}
-	if n := len(g.vendor.received()); n != 2 {
+	if n := len(g.vendor.Seen()); n != 2 {
 		t.Errorf("upstream calls %d, want 2", n)
 	}
 }
 
 func TestAuthenticationAttemptsLimitedPerClientAddress(t *testing.T) {
 	g := startGateway(t, "", nil)
-	_, key := g.account(10)
+	_, key := g.NewAccount(randomEmail(), 10)
 	g.exec(`INSERT INTO rate_windows (scope, window_start, count)
 VALUES ('auth:' || ?, ? / 60 * 60, 600) ON CONFLICT (scope, window_start) DO UPDATE SET count = 600`, str(hashOfLoopback), abi.Int64(time.Now().Unix()))
 	if r := g.post(key, simpleRequest); r.Status != 429 || r.code() != "auth_rate_limited" {
@@ -240,14 +240,14 @@ func TestUpstreamAnswersMappedAndRefunded(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := startGateway(t, "", nil)
-			acct, key := g.account(10)
-			g.vendor.respond = func(w http.ResponseWriter, _ *http.Request, _ []byte) { c.respond(w) }
+			acct, key := g.NewAccount(randomEmail(), 10)
+			g.vendor.Handle(func(w http.ResponseWriter, _ *http.Request, _ []byte) { c.respond(w) })
 			r := g.post(key, simpleRequest, "Idempotency-Key", "k")
 			if r.Status != c.status || r.Header.Get("X-Service-Error-Source") != c.source || r.code() != c.code {
 				t.Fatalf("%d %q %q %s", r.Status, r.Header.Get("X-Service-Error-Source"), r.code(), r.Body)
 			}
-			if r.Header.Get("X-Service-Credits") != "0" || g.balance(acct) != 10 {
-				t.Errorf("credits %q, balance %d: not refunded", r.Header.Get("X-Service-Credits"), g.balance(acct))
+			if r.Header.Get("X-Service-Credits") != "0" || g.Balance(acct) != 10 {
+				t.Errorf("credits %q, balance %d: not refunded", r.Header.Get("X-Service-Credits"), g.Balance(acct))
 			}
 			if c.check != nil {
 				c.check(t, r)
@@ -256,45 +256,45 @@ func TestUpstreamAnswersMappedAndRefunded(t *testing.T) {
 			if again := g.post(key, simpleRequest, "Idempotency-Key", "k"); again.Status != 409 || again.code() != "idempotency_failed" {
 				t.Errorf("reuse: %d %q", again.Status, again.code())
 			}
-			g.checkInvariant()
+			g.CheckInvariant()
 		})
 	}
 }
 
 func TestUpstreamTimeoutIsAPlatformErrorAndRefunded(t *testing.T) {
 	g := startGateway(t, "", map[string]string{"GATEWAY_REQUEST_TIMEOUT": "2s"})
-	acct, key := g.account(10)
-	g.vendor.respond = func(w http.ResponseWriter, r *http.Request, body []byte) {
+	acct, key := g.NewAccount(randomEmail(), 10)
+	g.vendor.Handle(func(w http.ResponseWriter, r *http.Request, body []byte) {
 		select {
 		case <-time.After(3 * time.Second):
 		case <-r.Context().Done():
 		}
-	}
+	})
 	r := g.post(key, simpleRequest)
-	if r.Status != 504 || r.code() != "upstream_timeout" || r.Header.Get("X-Service-Credits") != "0" || g.balance(acct) != 10 {
-		t.Fatalf("%d %q credits %q balance %d", r.Status, r.code(), r.Header.Get("X-Service-Credits"), g.balance(acct))
+	if r.Status != 504 || r.code() != "upstream_timeout" || r.Header.Get("X-Service-Credits") != "0" || g.Balance(acct) != 10 {
+		t.Fatalf("%d %q credits %q balance %d", r.Status, r.code(), r.Header.Get("X-Service-Credits"), g.Balance(acct))
 	}
-	g.checkInvariant()
+	g.CheckInvariant()
 }
 
 func TestOperatorKeyNeverReachesTheCaller(t *testing.T) {
 	g := startGateway(t, "", nil)
-	_, key := g.account(10)
-	g.vendor.respond = func(w http.ResponseWriter, r *http.Request, _ []byte) {
+	_, key := g.NewAccount(randomEmail(), 10)
+	g.vendor.Handle(func(w http.ResponseWriter, r *http.Request, _ []byte) {
 		// A misbehaving vendor echoes the credential it received.
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Authorization", r.Header.Get("Authorization"))
 		w.Header().Set("X-Echo", r.Header.Get("Authorization"))
 		w.WriteHeader(401)
 		w.Write([]byte(`{"error":"bad key"}`))
-	}
+	})
 	r := g.post(key, simpleRequest)
 	var all bytes.Buffer
 	r.Header.Write(&all)
 	if strings.Contains(all.String(), operatorKey) {
 		t.Fatalf("operator key in response headers:\n%s", all.String())
 	}
-	if got := g.vendor.received()[0].Header.Get("Authorization"); strings.Contains(got, key) {
+	if got := g.vendor.Seen()[0].Header.Get("Authorization"); strings.Contains(got, key) {
 		t.Fatal("the caller's key reached the upstream")
 	}
 }

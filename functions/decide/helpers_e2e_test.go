@@ -2,17 +2,13 @@ package decide_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
-	"sync"
 	"testing"
-	"time"
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
@@ -25,47 +21,18 @@ import (
 // nothing else.
 const operatorKey = "sk-operator-8f2c"
 
-// vendor is a fake vendor HTTP API that records what it received and
-// answers valid decisions unless a test replaces its behaviour.
-type vendor struct {
-	mu       sync.Mutex
-	calls    []received
-	respond  func(w http.ResponseWriter, r *http.Request, body []byte)
-	server   *httptest.Server
-	inflight chan struct{} // when set, each call blocks until it is closed
+// newVendor is a fake vendor HTTP API that records what it received and
+// answers valid decisions until a test gives it another handler.
+func newVendor(t testing.TB) *hosttest.Recorder {
+	return hosttest.NewRecorder(t, func(w http.ResponseWriter, _ *http.Request, body []byte) { answerValid(w, body) })
 }
 
-type received struct {
-	Path   string
-	Header http.Header
-	Body   []byte
-}
-
-func newVendor(t testing.TB) *vendor {
-	v := &vendor{}
-	v.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		v.mu.Lock()
-		v.calls = append(v.calls, received{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
-		respond, gate := v.respond, v.inflight
-		v.mu.Unlock()
-		if gate != nil {
-			<-gate
-		}
-		if respond != nil {
-			respond(w, r, body)
-			return
-		}
+// gated answers valid decisions only once gate is closed.
+func gated(gate chan struct{}) func(w http.ResponseWriter, r *http.Request, body []byte) {
+	return func(w http.ResponseWriter, _ *http.Request, body []byte) {
+		<-gate
 		answerValid(w, body)
-	}))
-	t.Cleanup(v.server.Close)
-	return v
-}
-
-func (v *vendor) received() []received {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return append([]received(nil), v.calls...)
+	}
 }
 
 // answerValid writes a valid decision for the request body: uniform
@@ -119,7 +86,7 @@ func answerValid(w http.ResponseWriter, body []byte) {
 // gateway is a host under test with its ledger and fake vendor.
 type gateway struct {
 	*hosttest.Host
-	vendor *vendor
+	vendor *hosttest.Recorder
 	t      testing.TB
 }
 
@@ -132,7 +99,7 @@ func backends(t *testing.T, f func(t *testing.T, ledgerURL string)) {
 func startGateway(t testing.TB, ledgerURL string, env map[string]string) *gateway {
 	v := newVendor(t)
 	e := map[string]string{
-		"UPSTREAM_KIND": "vendor", "UPSTREAM_URL": v.server.URL + "/v1",
+		"UPSTREAM_KIND": "vendor", "UPSTREAM_URL": v.URL + "/v1",
 		"UPSTREAM_API_KEY": operatorKey, "GATEWAY_POOL_SIZE": "8",
 	}
 	if ledgerURL != "" { // otherwise hosttest gives each test its own file
@@ -142,45 +109,6 @@ func startGateway(t testing.TB, ledgerURL string, env map[string]string) *gatewa
 		e[k] = val
 	}
 	return &gateway{Host: hosttest.Start(t, e), vendor: v, t: t}
-}
-
-func (g *gateway) exec(sql string, args ...abi.Value) abi.BatchResult {
-	g.t.Helper()
-	res := g.App.Ledger.Exec(context.Background(), &abi.Batch{Steps: []abi.Statement{{SQL: sql, Args: args}}})
-	if res.Err != "" {
-		g.t.Fatalf("%s: %s", sql, res.Err)
-	}
-	return res
-}
-
-// account creates an account with credits and a live API key.
-func (g *gateway) account(credits int64) (acct, key string) {
-	g.t.Helper()
-	acct = keys.NewAccountID()
-	key = keys.New(keys.APIKey, acct)
-	now := abi.Int64(time.Now().Unix())
-	g.exec(`INSERT INTO accounts (id, email, verified_at, balance, created_at) VALUES (?, ?, ?, ?, ?)`,
-		abi.String(acct), abi.String(acct+"@example.test"), now, abi.Int64(credits), now)
-	g.exec(`INSERT INTO credit_entries (account_id, delta, kind, created_at) VALUES (?, ?, 'grant', ?)`, abi.String(acct), abi.Int64(credits), now)
-	g.exec(`INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES (?, ?, 'test', ?, ?, ?)`,
-		abi.String(keys.NewID("key_")), abi.String(acct), abi.String(keys.DisplayPrefix(key)), abi.String(keys.Hash(key)), now)
-	return acct, key
-}
-
-func (g *gateway) balance(acct string) int64 {
-	return g.exec(`SELECT balance FROM accounts WHERE id = ?`, abi.String(acct)).Steps[0].First().AsInt()
-}
-
-// checkInvariant asserts that every balance equals the sum of its ledger
-// entries and none is negative.
-func (g *gateway) checkInvariant() {
-	g.t.Helper()
-	res := g.exec(`SELECT a.id, a.balance, COALESCE((SELECT SUM(delta) FROM credit_entries e WHERE e.account_id = a.id), 0) FROM accounts a`)
-	for _, row := range res.Steps[0].Rows {
-		if row[1].AsInt() != row[2].AsInt() || row[1].AsInt() < 0 {
-			g.t.Errorf("account %s: balance %d, sum of entries %d", row[0].AsString(), row[1].AsInt(), row[2].AsInt())
-		}
-	}
 }
 
 type reply struct {
@@ -217,14 +145,6 @@ func str(s string) abi.Value { return abi.String(s) }
 // hashOfLoopback is the auth counter's scope for requests from 127.0.0.1.
 var hashOfLoopback = ledgerq.HashIP("127.0.0.1")
 
-// addKey gives acct another live key.
-func (g *gateway) addKey(acct string) string {
-	key := keys.New(keys.APIKey, acct)
-	g.exec(`INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES (?, ?, 'more', ?, ?, 0)`,
-		abi.String(keys.NewID("key_")), abi.String(acct), abi.String(keys.DisplayPrefix(key)), abi.String(keys.Hash(key)))
-	return key
-}
-
 func freeAddr(t testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -233,3 +153,19 @@ func freeAddr(t testing.TB) string {
 	defer l.Close()
 	return l.Addr().String()
 }
+
+// randomEmail gives each test account its own address.
+func randomEmail() string { return keys.NewAccountID() + "@decide.test" }
+
+// addKey gives acct another live key.
+func (g *gateway) addKey(acct string) string {
+	g.t.Helper()
+	_, secret, err := g.Store().CreateKey(acct, "second")
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return secret
+}
+
+// exec runs one statement on the ledger (test setup and fault injection).
+func (g *gateway) exec(sql string, args ...abi.Value) [][]abi.Value { return g.Rows(sql, args...) }

@@ -18,7 +18,7 @@ import (
 func TestReplayReturnsRetainedAnswerWithoutNewInference(t *testing.T) {
 	backends(t, func(t *testing.T, ledger string) {
 		g := startGateway(t, ledger, nil)
-		acct, key := g.account(10)
+		acct, key := g.NewAccount(randomEmail(), 10)
 		first := g.post(key, simpleRequest, "Idempotency-Key", "op-1")
 		// Same canonical request: other key order, whitespace and escapes.
 		same := `{ "questions":{"fruit":{"criteria":{"pear":"a pear","apple":"an \u0061pple"},"type":"choice"}}, "state":"a red apple", "model":"model-x" }`
@@ -38,18 +38,18 @@ func TestReplayReturnsRetainedAnswerWithoutNewInference(t *testing.T) {
 				t.Errorf("%s = %q, want %q", h, again.Header.Get(h), want)
 			}
 		}
-		if n := len(g.vendor.received()); n != 1 {
+		if n := len(g.vendor.Seen()); n != 1 {
 			t.Errorf("upstream calls %d", n)
 		}
-		if g.balance(acct) != 9 {
-			t.Errorf("balance %d", g.balance(acct))
+		if g.Balance(acct) != 9 {
+			t.Errorf("balance %d", g.Balance(acct))
 		}
 	})
 }
 
 func TestDifferentCanonicalRequestConflicts(t *testing.T) {
 	g := startGateway(t, "", nil)
-	_, key := g.account(10)
+	_, key := g.NewAccount(randomEmail(), 10)
 	g.post(key, simpleRequest, "Idempotency-Key", "op")
 	variants := map[string]string{
 		"model":         strings.Replace(simpleRequest, "model-x", "model-y", 1),
@@ -75,12 +75,12 @@ func TestDifferentCanonicalRequestConflicts(t *testing.T) {
 
 func TestPendingKeyAnswersInProgress(t *testing.T) {
 	g := startGateway(t, "", nil)
-	_, key := g.account(10)
+	_, key := g.NewAccount(randomEmail(), 10)
 	gate := make(chan struct{})
-	g.vendor.inflight = gate
+	g.vendor.Handle(gated(gate))
 	done := make(chan reply)
 	go func() { done <- g.post(key, simpleRequest, "Idempotency-Key", "slow") }()
-	waitFor(t, func() bool { return len(g.vendor.received()) == 1 })
+	waitFor(t, func() bool { return len(g.vendor.Seen()) == 1 })
 	r := g.post(key, simpleRequest, "Idempotency-Key", "slow")
 	if r.Status != 409 || r.code() != "request_in_progress" || r.Header.Get("Retry-After") == "" {
 		t.Errorf("%d %q Retry-After %q", r.Status, r.code(), r.Header.Get("Retry-After"))
@@ -93,22 +93,22 @@ func TestPendingKeyAnswersInProgress(t *testing.T) {
 
 func TestExpiredKeyStartsNewBilledOperation(t *testing.T) {
 	g := startGateway(t, "", map[string]string{"SERVICE_IDEMPOTENCY_TTL": "1s"})
-	acct, key := g.account(10)
+	acct, key := g.NewAccount(randomEmail(), 10)
 	g.post(key, simpleRequest, "Idempotency-Key", "short")
 	time.Sleep(2100 * time.Millisecond)
 	r := g.post(key, simpleRequest, "Idempotency-Key", "short")
 	if r.Status != 200 || r.Header.Get("X-Idempotency-Replayed") != "" || r.Header.Get("X-Service-Credits") != "1" {
 		t.Fatalf("%d replayed %q credits %q", r.Status, r.Header.Get("X-Idempotency-Replayed"), r.Header.Get("X-Service-Credits"))
 	}
-	if g.balance(acct) != 8 || len(g.vendor.received()) != 2 {
-		t.Fatalf("balance %d, calls %d", g.balance(acct), len(g.vendor.received()))
+	if g.Balance(acct) != 8 || len(g.vendor.Seen()) != 2 {
+		t.Fatalf("balance %d, calls %d", g.Balance(acct), len(g.vendor.Seen()))
 	}
 }
 
 func TestConcurrentSameKeyMakesOneUpstreamCallAndOneCharge(t *testing.T) {
 	backends(t, func(t *testing.T, ledger string) {
 		g := startGateway(t, ledger, nil)
-		acct, key := g.account(100)
+		acct, key := g.NewAccount(randomEmail(), 100)
 		var wg sync.WaitGroup
 		replies := make([]reply, 20)
 		for i := range replies {
@@ -132,24 +132,24 @@ func TestConcurrentSameKeyMakesOneUpstreamCallAndOneCharge(t *testing.T) {
 				t.Errorf("unexpected %d %q %s", r.Status, r.code(), r.Body)
 			}
 		}
-		if n := len(g.vendor.received()); n != 1 || charged != 1 || ok < 1 {
+		if n := len(g.vendor.Seen()); n != 1 || charged != 1 || ok < 1 {
 			t.Fatalf("upstream calls %d, charged %d, ok %d", n, charged, ok)
 		}
-		if g.balance(acct) != 99 {
-			t.Fatalf("balance %d", g.balance(acct))
+		if g.Balance(acct) != 99 {
+			t.Fatalf("balance %d", g.Balance(acct))
 		}
-		g.checkInvariant()
+		g.CheckInvariant()
 	})
 }
 
 func TestUnsettledChargeOmitsCreditsAndNextDecisionReconciles(t *testing.T) {
 	g := startGateway(t, "", nil)
-	acct, key := g.account(10)
+	acct, key := g.NewAccount(randomEmail(), 10)
 	// The ledger refuses to settle once the upstream has answered.
-	g.vendor.respond = func(w http.ResponseWriter, r *http.Request, body []byte) {
+	g.vendor.Handle(func(w http.ResponseWriter, r *http.Request, body []byte) {
 		g.exec(`CREATE TRIGGER no_settle BEFORE UPDATE OF state ON requests WHEN NEW.state <> 'pending' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`)
 		answerValid(w, body)
-	}
+	})
 	r := g.post(key, simpleRequest, "Idempotency-Key", "lost")
 	if r.Status != 200 {
 		t.Fatalf("status %d", r.Status)
@@ -158,7 +158,7 @@ func TestUnsettledChargeOmitsCreditsAndNextDecisionReconciles(t *testing.T) {
 		t.Fatalf("X-Service-Credits %q present although the charge was not settled", r.Header.Get("X-Service-Credits"))
 	}
 	g.exec(`DROP TRIGGER no_settle`)
-	g.vendor.respond = nil
+	g.vendor.Handle(func(w http.ResponseWriter, _ *http.Request, body []byte) { answerValid(w, body) })
 	next := g.post(key, simpleRequest)
 	if next.Status != 503 || next.code() != "request_reconciliation_pending" {
 		t.Fatalf("next: %d %q", next.Status, next.code())
@@ -167,13 +167,13 @@ func TestUnsettledChargeOmitsCreditsAndNextDecisionReconciles(t *testing.T) {
 		t.Fatalf("after reconciliation: %d %s", after.Status, after.Body)
 	}
 	// The unsettled attempt was refunded and its key failed.
-	if g.balance(acct) != 9 {
-		t.Errorf("balance %d", g.balance(acct))
+	if g.Balance(acct) != 9 {
+		t.Errorf("balance %d", g.Balance(acct))
 	}
 	if r := g.post(key, simpleRequest, "Idempotency-Key", "lost"); r.code() != "idempotency_failed" {
 		t.Errorf("key after reconciliation: %d %q", r.Status, r.code())
 	}
-	g.checkInvariant()
+	g.CheckInvariant()
 }
 
 // TestKilledHostLeavesNoKeyPendingAndNoCreditLost runs the real binary,
@@ -182,12 +182,13 @@ func TestUnsettledChargeOmitsCreditsAndNextDecisionReconciles(t *testing.T) {
 func TestKilledHostLeavesNoKeyPendingAndNoCreditLost(t *testing.T) {
 	g := startGateway(t, "", map[string]string{"GATEWAY_REQUEST_TIMEOUT": "1s"})
 	ledgerURL := g.App.Config.LedgerURL
-	acct, key := g.account(10)
-	g.vendor.inflight = make(chan struct{}) // never answers while the host lives
+	acct, key := g.NewAccount(randomEmail(), 10)
+	gate := make(chan struct{})
+	g.vendor.Handle(gated(gate)) // never answers while the host lives
 	addr := freeAddr(t)
 	cmd := exec.Command(testenv.Binary(t), "serve")
 	cmd.Env = append(os.Environ(), "SERVICE_ADDR="+addr, "LIBSQL_URL="+ledgerURL, "UPSTREAM_KIND=vendor",
-		"UPSTREAM_URL="+g.vendor.server.URL+"/v1", "UPSTREAM_API_KEY="+operatorKey, "GATEWAY_REQUEST_TIMEOUT=1s",
+		"UPSTREAM_URL="+g.vendor.URL+"/v1", "UPSTREAM_API_KEY="+operatorKey, "GATEWAY_REQUEST_TIMEOUT=1s",
 		"GATEWAY_FUNCTIONS_DIR="+filepath.Join(testenv.Root(t), "build", "functions"), "GATEWAY_DATA_DIR="+t.TempDir())
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -203,13 +204,12 @@ func TestKilledHostLeavesNoKeyPendingAndNoCreditLost(t *testing.T) {
 		req.Header.Set("Idempotency-Key", "doomed")
 		http.DefaultClient.Do(req)
 	}()
-	waitFor(t, func() bool { return len(g.vendor.received()) == 1 })
+	waitFor(t, func() bool { return len(g.vendor.Seen()) == 1 })
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	close(g.vendor.inflight)
-	g.vendor.inflight = nil
-	if g.balance(acct) != 9 {
-		t.Fatalf("reservation not held while pending: balance %d", g.balance(acct))
+	close(gate)
+	if g.Balance(acct) != 9 {
+		t.Fatalf("reservation not held while pending: balance %d", g.Balance(acct))
 	}
 	// Within the lease the attempt is presumed alive and the sweeper leaves it.
 	if n, err := g.App.Sweep(context.Background(), time.Now()); err != nil || n != 0 {
@@ -225,14 +225,14 @@ func TestKilledHostLeavesNoKeyPendingAndNoCreditLost(t *testing.T) {
 	if r := g.post(key, simpleRequest, "Idempotency-Key", "doomed"); r.code() != "idempotency_failed" {
 		t.Fatalf("key: %d %q", r.Status, r.code())
 	}
-	if g.balance(acct) != 10 {
-		t.Fatalf("credit lost: balance %d", g.balance(acct))
+	if g.Balance(acct) != 10 {
+		t.Fatalf("credit lost: balance %d", g.Balance(acct))
 	}
-	pending := g.exec(`SELECT COUNT(*) FROM requests WHERE state = 'pending'`).Steps[0].First().AsInt()
+	pending := g.exec(`SELECT COUNT(*) FROM requests WHERE state = 'pending'`)[0][0].AsInt()
 	if pending != 0 {
 		t.Fatalf("%d attempts still pending", pending)
 	}
-	g.checkInvariant()
+	g.CheckInvariant()
 }
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -248,7 +248,7 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func TestSweeperSettlesExpiredLeases(t *testing.T) {
 	g := startGateway(t, "", nil)
-	acct, _ := g.account(10)
+	acct, _ := g.NewAccount(randomEmail(), 10)
 	// An attempt whose host vanished: reserved, pending, lease over.
 	g.exec(`UPDATE accounts SET balance = balance - 3 WHERE id = ?`, str(acct))
 	g.exec(`INSERT INTO credit_entries (account_id, delta, kind, request_id, created_at) VALUES (?, -3, 'reserve', 'r-gone', 0)`, str(acct))
@@ -260,15 +260,15 @@ VALUES (?, 'k-gone', 'f', 'pending', 'r-gone', 0, 99999999999)`, str(acct))
 	if err != nil || n != 1 {
 		t.Fatalf("swept %d, %v", n, err)
 	}
-	if g.balance(acct) != 10 {
-		t.Errorf("balance %d", g.balance(acct))
+	if g.Balance(acct) != 10 {
+		t.Errorf("balance %d", g.Balance(acct))
 	}
-	state := g.exec(`SELECT state FROM idempotency WHERE key = 'k-gone'`).Steps[0].First().AsString()
+	state := g.exec(`SELECT state FROM idempotency WHERE key = 'k-gone'`)[0][0].AsString()
 	if state != "failed" {
 		t.Errorf("idempotency state %q", state)
 	}
 	if n, _ := g.App.Sweep(context.Background(), time.Now()); n != 0 {
 		t.Errorf("second sweep settled %d again", n)
 	}
-	g.checkInvariant()
+	g.CheckInvariant()
 }

@@ -22,6 +22,7 @@ type Host struct {
 	URL    string
 	App    *app.App
 	Server *httptest.Server
+	t      testing.TB
 }
 
 // Start runs a host with env as its environment. LIBSQL_URL defaults to a
@@ -51,7 +52,7 @@ func Start(t testing.TB, env map[string]string) *Host {
 	}
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(func() { srv.Close(); a.Close(context.Background()) })
-	return &Host{URL: srv.URL, App: a, Server: srv}
+	return &Host{URL: srv.URL, App: a, Server: srv, t: t}
 }
 
 type testWriter struct{ t testing.TB }
