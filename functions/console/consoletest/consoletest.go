@@ -6,7 +6,6 @@ package consoletest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,8 +18,6 @@ import (
 	"sync"
 	"testing"
 
-	"decisiongateway/shared/abi"
-	"decisiongateway/shared/accounts"
 	"decisiongateway/shared/keys"
 	"decisiongateway/wasm-host/hosttest"
 )
@@ -204,46 +201,10 @@ func (h *Host) SignIn(address string) string {
 	return ""
 }
 
-// Store is the account batches on this host's ledger, for tests that set
-// up state the API cannot make quickly (e.g. twenty keys in one minute).
-func (h *Host) Store() *accounts.Store { return accounts.New(ledger{h}) }
-
-type ledger struct{ h *Host }
-
-func (l ledger) Exec(b *abi.Batch) (abi.BatchResult, error) {
-	return l.h.App.Ledger.Exec(context.Background(), b), nil
-}
-
-// Query runs one statement and returns its rows.
-func (h *Host) Query(sql string, args ...abi.Value) [][]abi.Value {
-	h.t.Helper()
-	res := h.App.Ledger.Exec(context.Background(), &abi.Batch{Steps: []abi.Statement{{SQL: sql, Args: args}}})
-	if res.Err != "" {
-		h.t.Fatalf("%s: %s", sql, res.Err)
-	}
-	return res.Steps[0].Rows
-}
-
 // Account returns the id of the account of a session cookie.
 func (h *Host) Account(cookie string) string {
 	a, _ := keys.Parse(keys.Session, strings.TrimPrefix(cookie, keys.SessionCookie+"="))
 	return a
-}
-
-// Balance returns an account's balance.
-func (h *Host) Balance(account string) int64 {
-	return h.Query("SELECT balance FROM accounts WHERE id = ?", abi.String(account))[0][0].AsInt()
-}
-
-// CheckInvariant fails the test unless every balance equals the sum of its
-// credit entries and none is negative.
-func (h *Host) CheckInvariant() {
-	h.t.Helper()
-	for _, r := range h.Query(`SELECT a.id, a.balance, COALESCE((SELECT SUM(delta) FROM credit_entries c WHERE c.account_id = a.id), 0) FROM accounts a`) {
-		if r[1].AsInt() != r[2].AsInt() || r[1].AsInt() < 0 {
-			h.t.Errorf("account %s: balance %d, entries sum %d", r[0].AsString(), r[1].AsInt(), r[2].AsInt())
-		}
-	}
 }
 
 // Received returns the bodies the vendor received.

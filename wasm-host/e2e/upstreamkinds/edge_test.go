@@ -18,7 +18,7 @@ func newBinding(t *testing.T) *fake {
 
 func TestEdgeDecisionEndToEnd(t *testing.T) {
 	b := newBinding(t)
-	g := startGateway(t, "edge", b.srv.URL+"/ai")
+	g := startGateway(t, "edge", b.URL+"/ai")
 	acct, key := g.account(100)
 
 	r := g.decide(key, decision)
@@ -35,7 +35,7 @@ func TestEdgeDecisionEndToEnd(t *testing.T) {
 		t.Errorf("answer %s", r.Body)
 	}
 
-	reqs := b.requests()
+	reqs := b.Seen()
 	if len(reqs) != 1 || reqs[0].Method != "POST" || reqs[0].Path != "/ai/run/vendor/model" {
 		t.Fatalf("binding received %+v", reqs)
 	}
@@ -55,7 +55,7 @@ func TestEdgeDecisionEndToEnd(t *testing.T) {
 
 func TestEdgeModelAliasesReachTheBinding(t *testing.T) {
 	b := newBinding(t)
-	g := startGateway(t, "edge", b.srv.URL)
+	g := startGateway(t, "edge", b.URL)
 	_, key := g.account(1000)
 	for model, want := range map[string]string{
 		"model-latest":            "/run/vendor/model",
@@ -63,11 +63,11 @@ func TestEdgeModelAliasesReachTheBinding(t *testing.T) {
 		"another-vendor/big":      "/run/vendor/model",
 		"vendor/model-2026-01-15": "/run/vendor/model-2026-01-15",
 	} {
-		before := len(b.requests())
+		before := len(b.Seen())
 		if r := g.decide(key, withModel(model)); r.Status != 200 {
 			t.Errorf("%s: %d %s", model, r.Status, r.Body)
 		}
-		if reqs := b.requests(); len(reqs) != before+1 || reqs[before].Path != want {
+		if reqs := b.Seen(); len(reqs) != before+1 || reqs[before].Path != want {
 			t.Errorf("%s: binding called at %v, want %s", model, reqs[before:], want)
 		}
 	}
@@ -77,26 +77,26 @@ func TestEdgeDeploymentDefaultModel(t *testing.T) {
 	// SERVICE_DEFAULT_MODEL=model-latest is an alias: the binding still
 	// gets vendor/model.
 	b := newBinding(t)
-	g := startGateway(t, "edge", b.srv.URL, "SERVICE_DEFAULT_MODEL", "model-latest")
+	g := startGateway(t, "edge", b.URL, "SERVICE_DEFAULT_MODEL", "model-latest")
 	_, key := g.account(100)
 	if r := g.decide(key, decision); r.Status != 200 {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
-	if reqs := b.requests(); len(reqs) != 1 || reqs[0].Path != "/run/vendor/model" {
+	if reqs := b.Seen(); len(reqs) != 1 || reqs[0].Path != "/run/vendor/model" {
 		t.Errorf("binding called at %+v", reqs)
 	}
 }
 
 func TestEdgeRejectsExtensionFieldsBeforeAnyCharge(t *testing.T) {
 	b := newBinding(t)
-	g := startGateway(t, "edge", b.srv.URL)
+	g := startGateway(t, "edge", b.URL)
 	acct, key := g.account(100)
 	r := g.decide(key, strings.Replace(decision, `"state"`, `"temperature":0.2,"state"`, 1))
 	if r.Status != 400 || r.code() != "unsupported_extension_field" || r.source() != "platform" ||
 		!strings.Contains(string(r.Body), "temperature") {
 		t.Fatalf("%d %v %s", r.Status, r.Header, r.Body)
 	}
-	if g.charged(r, acct, 100) != 0 || len(b.requests()) != 0 {
+	if g.charged(r, acct, 100) != 0 || len(b.Seen()) != 0 {
 		t.Errorf("rejected request reached the binding or was charged")
 	}
 	if n := g.count(`SELECT COUNT(*) FROM requests`); n != 0 {
@@ -104,16 +104,16 @@ func TestEdgeRejectsExtensionFieldsBeforeAnyCharge(t *testing.T) {
 	}
 	// A vendor/ name that is not path-safe never reaches the binding URL.
 	r = g.decide(key, withModel("vendor/../../tokens"))
-	if r.Status != 400 || r.code() != "unsupported_model" || g.charged(r, acct, 100) != 0 || len(b.requests()) != 0 {
-		t.Errorf("vendor/../../tokens: %d %s %s, binding got %d requests", r.Status, r.code(), r.Body, len(b.requests()))
+	if r.Status != 400 || r.code() != "unsupported_model" || g.charged(r, acct, 100) != 0 || len(b.Seen()) != 0 {
+		t.Errorf("vendor/../../tokens: %d %s %s, binding got %d requests", r.Status, r.code(), r.Body, len(b.Seen()))
 	}
 }
 
 func TestEdgeBadOutputIsRefunded(t *testing.T) {
 	b := newBinding(t)
-	g := startGateway(t, "edge", b.srv.URL)
+	g := startGateway(t, "edge", b.URL)
 	acct, key := g.account(100)
-	b.respond(func(w http.ResponseWriter, r *http.Request, body []byte) {
+	b.Handle(func(w http.ResponseWriter, r *http.Request, body []byte) {
 		// The probabilities sum to 0.5: mapped, then refused by validation.
 		writeJSON(w, 200, strings.Replace(bindingResult, "[0.8,0.2]", "[0.3,0.2]", 1))
 	})
@@ -131,7 +131,7 @@ func TestEdgeBadOutputIsRefunded(t *testing.T) {
 
 func TestEdgeBindingErrorsKeepStatusAndBody(t *testing.T) {
 	b := newBinding(t)
-	g := startGateway(t, "edge", b.srv.URL)
+	g := startGateway(t, "edge", b.URL)
 	acct, key := g.account(100)
 	const busy = `{"result":null,"success":false,"errors":[{"code":3040,"message":"Capacity temporarily exceeded"}],"messages":[]}`
 	cases := []struct {
@@ -145,7 +145,7 @@ func TestEdgeBindingErrorsKeepStatusAndBody(t *testing.T) {
 		{503, "upstream connect error", "provider_busy", "platform"},
 	}
 	for _, tc := range cases {
-		b.respond(func(w http.ResponseWriter, r *http.Request, body []byte) {
+		b.Handle(func(w http.ResponseWriter, r *http.Request, body []byte) {
 			writeJSON(w, tc.status, tc.body, "Content-Type", "text/plain", "Retry-After", "9")
 		})
 		r := g.decide(key, decision)

@@ -6,15 +6,11 @@ package upstreamkinds_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
-	"sync"
 	"testing"
-	"time"
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
@@ -24,45 +20,11 @@ import (
 // operatorKey is the upstream credential; only the upstream may see it.
 const operatorKey = "sk-operator-kinds-5d1e"
 
-// fake is an upstream that records every request and answers with handle.
-type fake struct {
-	mu     sync.Mutex
-	got    []seen
-	handle func(w http.ResponseWriter, r *http.Request, body []byte)
-	srv    *httptest.Server
-}
-
-type seen struct {
-	Method, Path string
-	Header       http.Header
-	Body         []byte
-}
+// fake is an upstream that records every request: hosttest's Recorder.
+type fake = hosttest.Recorder
 
 func newFake(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, body []byte)) *fake {
-	f := &fake{handle: handle}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		f.mu.Lock()
-		f.got = append(f.got, seen{r.Method, r.URL.Path, r.Header.Clone(), body})
-		h := f.handle
-		f.mu.Unlock()
-		h(w, r, body)
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fake) requests() []seen {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]seen(nil), f.got...)
-}
-
-// respond replaces the fake's answer for the following requests.
-func (f *fake) respond(h func(w http.ResponseWriter, r *http.Request, body []byte)) {
-	f.mu.Lock()
-	f.handle = h
-	f.mu.Unlock()
+	return hosttest.NewRecorder(t, handle)
 }
 
 func writeJSON(w http.ResponseWriter, status int, body string, headers ...string) {
@@ -95,35 +57,8 @@ func startGateway(t *testing.T, kind, url string, env ...string) *gateway {
 	return &gateway{Host: hosttest.Start(t, e), t: t}
 }
 
-func (g *gateway) exec(sql string, args ...abi.Value) abi.BatchResult {
-	g.t.Helper()
-	res := g.App.Ledger.Exec(context.Background(), &abi.Batch{Steps: []abi.Statement{{SQL: sql, Args: args}}})
-	if res.Err != "" {
-		g.t.Fatalf("%s: %s", sql, res.Err)
-	}
-	return res
-}
-
-// account creates an account holding credits and returns a live API key.
-func (g *gateway) account(credits int64) (acct, key string) {
-	g.t.Helper()
-	acct = keys.NewAccountID()
-	key = keys.New(keys.APIKey, acct)
-	now := abi.Int64(time.Now().Unix())
-	g.exec(`INSERT INTO accounts (id, email, verified_at, balance, created_at) VALUES (?, ?, ?, ?, ?)`,
-		abi.String(acct), abi.String(acct+"@kinds.test"), now, abi.Int64(credits), now)
-	g.exec(`INSERT INTO credit_entries (account_id, delta, kind, created_at) VALUES (?, ?, 'grant', ?)`, abi.String(acct), abi.Int64(credits), now)
-	g.exec(`INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES (?, ?, 'kinds', ?, ?, ?)`,
-		abi.String(keys.NewID("key_")), abi.String(acct), abi.String(keys.DisplayPrefix(key)), abi.String(keys.Hash(key)), now)
-	return acct, key
-}
-
-func (g *gateway) balance(acct string) int64 {
-	return g.exec(`SELECT balance FROM accounts WHERE id = ?`, abi.String(acct)).Steps[0].First().AsInt()
-}
-
 func (g *gateway) count(sql string, args ...abi.Value) int64 {
-	return g.exec(sql, args...).Steps[0].First().AsInt()
+	return g.exec(sql, args...)[0][0].AsInt()
 }
 
 type reply struct {
@@ -173,7 +108,7 @@ func (g *gateway) charged(r reply, acct string, before int64) int64 {
 	if err != nil {
 		g.t.Fatalf("X-Service-Credits %q (status %d %s)", r.Header.Get("X-Service-Credits"), r.Status, r.Body)
 	}
-	if after := g.balance(acct); before-after != c {
+	if after := g.Balance(acct); before-after != c {
 		g.t.Errorf("X-Service-Credits %d but the balance went %d → %d", c, before, after)
 	}
 	return c
@@ -221,3 +156,10 @@ func decodeInto(t *testing.T, b []byte, v any) {
 }
 
 func strArg(s string) abi.Value { return abi.String(s) }
+
+func (g *gateway) exec(sql string, args ...abi.Value) [][]abi.Value { return g.Rows(sql, args...) }
+
+// account creates an account holding credits and returns a live API key.
+func (g *gateway) account(credits int64) (acct, key string) {
+	return g.NewAccount(keys.NewAccountID()+"@kinds.test", credits)
+}

@@ -21,7 +21,7 @@ func noDecisionTouched(t *testing.T, g *gateway, acct string, balance int64) {
 	if n := g.count(`SELECT COUNT(*) FROM credit_entries WHERE kind IN ('reserve','refund')`); n != 0 {
 		t.Errorf("%d credit entries after listing models", n)
 	}
-	if b := g.balance(acct); b != balance {
+	if b := g.Balance(acct); b != balance {
 		t.Errorf("balance %d, want %d", b, balance)
 	}
 }
@@ -30,7 +30,7 @@ func TestModelsVendorBodyUnchangedInShape(t *testing.T) {
 	v := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 		writeJSON(w, 200, vendorModels, "X-Request-Id", "vendor-list-1", "Set-Cookie", "v=1")
 	})
-	g := startGateway(t, "vendor", v.srv.URL+"/v1")
+	g := startGateway(t, "vendor", v.URL+"/v1")
 	acct, key := g.account(10)
 	r := g.models(key)
 	if r.Status != 200 || string(r.Body) != vendorModels {
@@ -39,14 +39,14 @@ func TestModelsVendorBodyUnchangedInShape(t *testing.T) {
 	if r.Header.Get("X-Upstream-Request-Id") != "vendor-list-1" || r.Header.Get("Set-Cookie") != "" || r.Header.Get("X-RateLimit-Limit") != "60" {
 		t.Errorf("headers %v", r.Header)
 	}
-	reqs := v.requests()
+	reqs := v.Seen()
 	if len(reqs) != 1 || reqs[0].Method != "GET" || reqs[0].Path != "/v1/models" || reqs[0].Header.Get("Authorization") != "Bearer "+operatorKey {
 		t.Errorf("vendor received %+v", reqs)
 	}
 	noDecisionTouched(t, g, acct, 10)
 
 	// A vendor JSON error keeps its status and body, marked as upstream.
-	v.respond(func(w http.ResponseWriter, r *http.Request, _ []byte) {
+	v.Handle(func(w http.ResponseWriter, r *http.Request, _ []byte) {
 		writeJSON(w, 401, `{"error":{"type":"authentication_error"}}`)
 	})
 	r = g.models(key)
@@ -57,7 +57,7 @@ func TestModelsVendorBodyUnchangedInShape(t *testing.T) {
 
 func TestModelsEdgeIsThePlatformCatalog(t *testing.T) {
 	b := newBinding(t)
-	g := startGateway(t, "edge", b.srv.URL)
+	g := startGateway(t, "edge", b.URL)
 	acct, key := g.account(10)
 	r := g.models(key)
 	got := r.json(t)
@@ -65,21 +65,21 @@ func TestModelsEdgeIsThePlatformCatalog(t *testing.T) {
 	if r.Status != 200 || len(models) != 1 || path(models, 0, "name") != "vendor/model" {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
-	if len(b.requests()) != 0 {
-		t.Errorf("the catalog called the binding: %+v", b.requests())
+	if len(b.Seen()) != 0 {
+		t.Errorf("the catalog called the binding: %+v", b.Seen())
 	}
 	noDecisionTouched(t, g, acct, 10)
 }
 
 func TestModelsRouterNotSupported(t *testing.T) {
 	rt := newRouter(t)
-	g := startGateway(t, "router", rt.srv.URL)
+	g := startGateway(t, "router", rt.URL)
 	acct, key := g.account(10)
 	r := g.models(key)
 	if r.Status != 501 || r.code() != "model_listing_not_supported" || r.source() != "platform" {
 		t.Fatalf("%d %v %s", r.Status, r.Header, r.Body)
 	}
-	if len(rt.requests()) != 0 {
+	if len(rt.Seen()) != 0 {
 		t.Errorf("the router was called")
 	}
 	noDecisionTouched(t, g, acct, 10)
@@ -96,7 +96,7 @@ func TestModelsWithoutUpstream(t *testing.T) {
 
 func TestModelsNeedsAPlatformKey(t *testing.T) {
 	b := newBinding(t)
-	g := startGateway(t, "edge", b.srv.URL)
+	g := startGateway(t, "edge", b.URL)
 	acct, key := g.account(10)
 	for _, tc := range []struct{ auth, code string }{
 		{"", "missing_api_key"},
@@ -115,7 +115,7 @@ func TestModelsNeedsAPlatformKey(t *testing.T) {
 
 func TestModelsHaveTheirOwnRateCounter(t *testing.T) {
 	b := newBinding(t)
-	g := startGateway(t, "edge", b.srv.URL)
+	g := startGateway(t, "edge", b.URL)
 	acct, key := g.account(100)
 	// A decision first: it must not spend the listing window.
 	if r := g.decide(key, decision); r.Status != 200 || r.Header.Get("X-RateLimit-Remaining") != "119" {

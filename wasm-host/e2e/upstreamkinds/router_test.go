@@ -49,7 +49,7 @@ func newRouter(t *testing.T) *fake {
 
 func TestRouterDecisionEndToEnd(t *testing.T) {
 	rt := newRouter(t)
-	g := startGateway(t, "router", rt.srv.URL+"/api/v1")
+	g := startGateway(t, "router", rt.URL+"/api/v1")
 	acct, key := g.account(100)
 
 	r := g.decide(key, withModel("acme/decider"))
@@ -73,7 +73,7 @@ func TestRouterDecisionEndToEnd(t *testing.T) {
 		t.Errorf("headers %v", r.Header)
 	}
 
-	reqs := rt.requests()
+	reqs := rt.Seen()
 	if len(reqs) != 1 || reqs[0].Method != "POST" || reqs[0].Path != "/api/v1/chat/completions" ||
 		reqs[0].Header.Get("Authorization") != "Bearer "+operatorKey {
 		t.Fatalf("router received %+v", reqs)
@@ -89,13 +89,13 @@ func TestRouterDecisionEndToEnd(t *testing.T) {
 
 func TestRouterDefaultModelIsForwarded(t *testing.T) {
 	rt := newRouter(t)
-	g := startGateway(t, "router", rt.srv.URL)
+	g := startGateway(t, "router", rt.URL)
 	_, key := g.account(100)
 	if r := g.decide(key, decision); r.Status != 200 {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	var sent map[string]any
-	decodeInto(t, rt.requests()[0].Body, &sent)
+	decodeInto(t, rt.Seen()[0].Body, &sent)
 	if sent["model"] != "model-latest" {
 		t.Errorf("model %v", sent["model"])
 	}
@@ -103,23 +103,23 @@ func TestRouterDefaultModelIsForwarded(t *testing.T) {
 
 func TestRouterRejectsExtensionFieldsBeforeAnyCharge(t *testing.T) {
 	rt := newRouter(t)
-	g := startGateway(t, "router", rt.srv.URL)
+	g := startGateway(t, "router", rt.URL)
 	acct, key := g.account(100)
 	r := g.decide(key, strings.Replace(decision, `"state"`, `"metadata":{"user":"u1"},"state"`, 1))
 	if r.Status != 400 || r.code() != "unsupported_extension_field" || !strings.Contains(string(r.Body), "metadata") {
 		t.Fatalf("%d %v %s", r.Status, r.Header, r.Body)
 	}
-	if g.charged(r, acct, 100) != 0 || len(rt.requests()) != 0 || g.count(`SELECT COUNT(*) FROM requests`) != 0 {
+	if g.charged(r, acct, 100) != 0 || len(rt.Seen()) != 0 || g.count(`SELECT COUNT(*) FROM requests`) != 0 {
 		t.Errorf("a rejected request was forwarded, charged or recorded")
 	}
 }
 
 func TestRouterErrorsAndRateLimitHeadersMapped(t *testing.T) {
 	rt := newRouter(t)
-	g := startGateway(t, "router", rt.srv.URL)
+	g := startGateway(t, "router", rt.URL)
 	acct, key := g.account(100)
 	const limited = `{"error":{"message":"Rate limit exceeded: free-models-per-min","code":429}}`
-	rt.respond(func(w http.ResponseWriter, r *http.Request, _ []byte) {
+	rt.Handle(func(w http.ResponseWriter, r *http.Request, _ []byte) {
 		writeJSON(w, 429, limited, "Retry-After", "17", "X-RateLimit-Limit", "20", "X-RateLimit-Remaining", "0",
 			"X-RateLimit-Reset", "1790000000", "Set-Cookie", "router=1", "X-Internal-Trace", "abc")
 	})
@@ -149,7 +149,7 @@ func TestRouterErrorsAndRateLimitHeadersMapped(t *testing.T) {
 		{502, `<html>bad gateway</html>`, "text/html", "upstream_invalid_response", "platform"},
 		{200, `{"id":"x","choices":[{"message":{"content":"I think billing."},"finish_reason":"stop"}]}`, "application/json", "invalid_upstream_answer", "platform"},
 	} {
-		rt.respond(func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		rt.Handle(func(w http.ResponseWriter, r *http.Request, _ []byte) {
 			writeJSON(w, tc.status, tc.body, "Content-Type", tc.ct)
 		})
 		r := g.decide(key, decision)
