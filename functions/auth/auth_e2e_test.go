@@ -35,10 +35,10 @@ func TestSignInLinkVerifiesOnceGrantsWelcomeOnceAndSetsSecureCookie(t *testing.T
 	}
 	// Only the hash of the token is stored.
 	token := link[strings.Index(link, "token=")+6:]
-	if n := h.Query("SELECT COUNT(*) FROM signin_tokens WHERE token_hash = ?", abi.String(keys.Hash(token)))[0][0].AsInt(); n != 1 {
+	if n := h.Rows("SELECT COUNT(*) FROM signin_tokens WHERE token_hash = ?", abi.String(keys.Hash(token)))[0][0].AsInt(); n != 1 {
 		t.Fatal("token hash not stored")
 	}
-	if n := h.Query("SELECT COUNT(*) FROM signin_tokens WHERE token_hash = ? OR email LIKE ?", abi.String(token), abi.String("%"+token+"%"))[0][0].AsInt(); n != 0 {
+	if n := h.Rows("SELECT COUNT(*) FROM signin_tokens WHERE token_hash = ? OR email LIKE ?", abi.String(token), abi.String("%"+token+"%"))[0][0].AsInt(); n != 0 {
 		t.Fatal("clear token stored")
 	}
 
@@ -59,7 +59,7 @@ func TestSignInLinkVerifiesOnceGrantsWelcomeOnceAndSetsSecureCookie(t *testing.T
 	}
 	// The session is stored hashed.
 	secret := strings.TrimPrefix(cookie, "dg_session=")
-	if n := h.Query("SELECT COUNT(*) FROM sessions WHERE token_hash = ? AND account_id = ?", abi.String(keys.Hash(secret)), abi.String(acct))[0][0].AsInt(); n != 1 {
+	if n := h.Rows("SELECT COUNT(*) FROM sessions WHERE token_hash = ? AND account_id = ?", abi.String(keys.Hash(secret)), abi.String(acct))[0][0].AsInt(); n != 1 {
 		t.Fatal("session hash not stored")
 	}
 	s := h.Do("GET", "/api/service/auth/session", "", "Cookie", cookie).JSON()
@@ -76,7 +76,7 @@ func TestSignInLinkVerifiesOnceGrantsWelcomeOnceAndSetsSecureCookie(t *testing.T
 	if h.Account(again) != acct || h.Balance(acct) != 100 {
 		t.Fatalf("second sign-in: account %s balance %d", h.Account(again), h.Balance(acct))
 	}
-	if n := h.Query("SELECT COUNT(*) FROM credit_entries WHERE account_id = ? AND kind = 'welcome'", abi.String(acct))[0][0].AsInt(); n != 1 {
+	if n := h.Rows("SELECT COUNT(*) FROM credit_entries WHERE account_id = ? AND kind = 'welcome'", abi.String(acct))[0][0].AsInt(); n != 1 {
 		t.Fatalf("%d welcome entries", n)
 	}
 	h.CheckInvariant()
@@ -86,7 +86,7 @@ func TestExpiredOrForgedLinkSignsNobodyIn(t *testing.T) {
 	h := consoletest.Start(t, "", nil)
 	expired := keys.New(keys.SignIn, keys.NewAccountID())
 	past := time.Now().Unix() - 3600
-	h.Query("INSERT INTO signin_tokens (token_hash, email, created_at, expires_at) VALUES (?, 'late@example.com', ?, ?)",
+	h.Rows("INSERT INTO signin_tokens (token_hash, email, created_at, expires_at) VALUES (?, 'late@example.com', ?, ?)",
 		abi.String(keys.Hash(expired)), abi.Int64(past), abi.Int64(past+900))
 	for _, token := range []string{expired, keys.New(keys.SignIn, keys.NewAccountID()), "dgl_nonsense", "", keys.New(keys.Session, keys.NewAccountID())} {
 		r := h.Do("GET", "/api/service/auth/verify?token="+token, "")
@@ -94,7 +94,7 @@ func TestExpiredOrForgedLinkSignsNobodyIn(t *testing.T) {
 			t.Errorf("token %q: %s %v", token, r, r.Header)
 		}
 	}
-	if n := h.Query("SELECT COUNT(*) FROM accounts")[0][0].AsInt(); n != 0 {
+	if n := h.Rows("SELECT COUNT(*) FROM accounts")[0][0].AsInt(); n != 0 {
 		t.Fatalf("%d accounts created", n)
 	}
 }
@@ -107,7 +107,7 @@ func TestSignInDoesNotRevealAccounts(t *testing.T) {
 	if a.Status != b.Status || string(a.Body) != string(b.Body) {
 		t.Fatalf("known %s, unknown %s", a, b)
 	}
-	if n := h.Query("SELECT COUNT(*) FROM accounts WHERE email = 'unknown@example.com'")[0][0].AsInt(); n != 0 {
+	if n := h.Rows("SELECT COUNT(*) FROM accounts WHERE email = 'unknown@example.com'")[0][0].AsInt(); n != 0 {
 		t.Fatal("an account was created before its link was opened")
 	}
 }
@@ -137,7 +137,7 @@ func TestSignInRateLimitedPerAddressAndPerClient(t *testing.T) {
 		t.Fatalf("31st request of one client: %s", r)
 	}
 	// Counters are stored under hashed identities only.
-	for _, row := range h.Query("SELECT scope FROM rate_windows") {
+	for _, row := range h.Rows("SELECT scope FROM rate_windows") {
 		if s := row[0].AsString(); strings.Contains(s, "127.0.0.1") || strings.Contains(s, "@") {
 			t.Errorf("scope %q holds a clear identity", s)
 		}

@@ -46,10 +46,10 @@ func TestCreatedSecretIsShownOnceAndListedByPrefix(t *testing.T) {
 		t.Fatalf("item %v", item)
 	}
 	// The ledger holds the hash, never the secret.
-	if n := h.Query("SELECT COUNT(*) FROM api_keys WHERE secret_hash = ?", abi.String(keys.Hash(secret)))[0][0].AsInt(); n != 1 {
+	if n := h.Rows("SELECT COUNT(*) FROM api_keys WHERE secret_hash = ?", abi.String(keys.Hash(secret)))[0][0].AsInt(); n != 1 {
 		t.Fatal("hash not stored")
 	}
-	if n := h.Query("SELECT COUNT(*) FROM api_keys WHERE secret_hash = ? OR name = ? OR prefix = ?", abi.String(secret), abi.String(secret), abi.String(secret))[0][0].AsInt(); n != 0 {
+	if n := h.Rows("SELECT COUNT(*) FROM api_keys WHERE secret_hash = ? OR name = ? OR prefix = ?", abi.String(secret), abi.String(secret), abi.String(secret))[0][0].AsInt(); n != 0 {
 		t.Fatal("secret stored in clear")
 	}
 	// More keys grant no more credits.

@@ -72,7 +72,7 @@ func TestPlaygroundAccountingMatchesTheAPI(t *testing.T) {
 				if bal := h.Balance(acct); bal != 100-4*2 {
 					t.Fatalf("balance %d", bal)
 				}
-				rows := h.Query("SELECT source, key_id IS NULL, state, charged FROM requests WHERE account_id = ? ORDER BY created_at, rowid", abi.String(acct))
+				rows := h.Rows("SELECT source, key_id IS NULL, state, charged FROM requests WHERE account_id = ? ORDER BY created_at, rowid", abi.String(acct))
 				want := []string{"playground", "api", "playground", "api"}
 				if len(rows) != 4 {
 					t.Fatalf("%d request rows", len(rows))

@@ -23,7 +23,7 @@ func insertRequest(h *consoletest.Host, acct string, created int64, state string
 	if state == "failed" {
 		status, code = abi.Int64(502), abi.String("upstream_error")
 	}
-	h.Query(`INSERT INTO requests (id, account_id, key_id, source, model, questions, cost, charged, state, status, error_code, lease_until, created_at, finished_at)
+	h.Rows(`INSERT INTO requests (id, account_id, key_id, source, model, questions, cost, charged, state, status, error_code, lease_until, created_at, finished_at)
 VALUES (?, ?, NULL, 'playground', 'm', 2, 2, ?, ?, ?, ?, 0, ?, ?)`,
 		abi.String(id), abi.String(acct), abi.Int64(charged), abi.String(state), status, code, abi.Int64(created), abi.Int64(created+1))
 	return id
@@ -44,7 +44,7 @@ func TestUsageWindows(t *testing.T) {
 				now := time.Now().Unix()
 				today := now - now%86400
 				first := today - 29*86400
-				h.Query("DELETE FROM requests")
+				h.Rows("DELETE FROM requests")
 				insertRequest(h, acct, first, "succeeded", 2)      // first second of the window
 				insertRequest(h, acct, first-1, "succeeded", 2)    // a second before it
 				insertRequest(h, acct, first+86400*3, "failed", 0) // a failure, refunded
