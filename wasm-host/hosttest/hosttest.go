@@ -9,11 +9,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"decisiongateway/wasm-host/app"
 	"decisiongateway/wasm-host/hostconfig"
+	"decisiongateway/wasm-host/sqldtest"
 	"decisiongateway/wasm-host/testenv"
 )
 
@@ -26,14 +28,19 @@ type Host struct {
 }
 
 // Start runs a host with env as its environment. LIBSQL_URL defaults to a
-// fresh embedded file; GATEWAY_FUNCTIONS_DIR to the repo's build/functions.
-// Logs are discarded unless env["TEST_LOG"] is set.
+// fresh embedded file, or to a fresh real sqld when the process environment
+// has TEST_LEDGER=sqld (make test runs the end-to-end suites both ways);
+// GATEWAY_FUNCTIONS_DIR defaults to the repo's build/functions. Logs are
+// discarded unless env["TEST_LOG"] is set.
 func Start(t testing.TB, env map[string]string) *Host {
 	t.Helper()
 	e := map[string]string{
 		"LIBSQL_URL":            "file:" + filepath.Join(t.TempDir(), "ledger.db"),
 		"GATEWAY_FUNCTIONS_DIR": filepath.Join(testenv.Root(t), "build", "functions"),
 		"GATEWAY_DATA_DIR":      t.TempDir(),
+	}
+	if _, set := env["LIBSQL_URL"]; !set && os.Getenv("TEST_LEDGER") == "sqld" {
+		e["LIBSQL_URL"] = sqldtest.Start(t)
 	}
 	for k, v := range env {
 		e[k] = v
