@@ -85,13 +85,13 @@ func runNode(t testing.TB, stdin string, args ...string) string {
 type process struct {
 	name   string
 	cmd    *exec.Cmd
-	log    *syncBuffer
+	log    *testenv.Output
 	exited chan struct{}
 }
 
 func startProcess(t testing.TB, name string, cmd *exec.Cmd) *process {
 	t.Helper()
-	p := &process{name: name, cmd: cmd, log: &syncBuffer{}, exited: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, log: &testenv.Output{}, exited: make(chan struct{})}
 	cmd.Stdout = p.log
 	cmd.Stderr = p.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -371,23 +371,4 @@ func cleanEnv() []string {
 		out = append(out, kv)
 	}
 	return out
-}
-
-// syncBuffer collects a child's output, written from exec's goroutines while
-// a failing test may read it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -3,11 +3,9 @@ package decide_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"testing"
 
 	"decisiongateway/shared/abi"
@@ -35,44 +33,10 @@ func gated(gate chan struct{}) func(w http.ResponseWriter, r *http.Request, body
 	}
 }
 
-// answerValid writes a valid decision for the request body: uniform
-// distributions, the first option chosen, the middle score.
+// answerValid writes a valid decision for the request body, with vendor
+// extension fields and headers the gateway must keep or drop.
 func answerValid(w http.ResponseWriter, body []byte) {
-	var req struct {
-		Model     string
-		Questions map[string]struct {
-			Type     string
-			Criteria json.RawMessage
-		}
-	}
-	json.Unmarshal(body, &req)
-	answers := map[string]any{}
-	for name, q := range req.Questions {
-		switch q.Type {
-		case "choice":
-			var opts map[string]any
-			json.Unmarshal(q.Criteria, &opts)
-			probs, first := map[string]float64{}, ""
-			for o := range opts {
-				probs[o] = 1 / float64(len(opts))
-				if first == "" || o < first {
-					first = o
-				}
-			}
-			answers[name] = map[string]any{"type": "choice", "choice": first, "probabilities": probs, "confidence": 0.5}
-		case "score":
-			var levels []any
-			json.Unmarshal(q.Criteria, &levels)
-			probs, legend := map[string]float64{}, map[string]string{}
-			for i := range levels {
-				probs[strconv.Itoa(i)] = 1 / float64(len(levels))
-				legend[strconv.Itoa(i)] = fmt.Sprint(levels[i])
-			}
-			answers[name] = map[string]any{"type": "score", "score": float64(len(levels)-1) / 2, "probabilities": probs, "confidence": 0.4, "legend": legend, "vendor_extra": true}
-		case "noul":
-			answers[name] = map[string]any{"type": "noul", "noul": 0.25}
-		}
-	}
+	answers := hosttest.Answers(body)
 	out, _ := json.Marshal(map[string]any{"model": "vendor-resolved-1", "answers": answers, "usage": map[string]int{"input_tokens": 11, "output_tokens": 7}, "ext": "kept"})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Vendor-Request-Id", "vrid-1")

@@ -64,23 +64,9 @@ func (r *router) Decide(env *platform.Env, c *Call) Outcome {
 	if !r.d.parse(c.Body, c.Request) {
 		return platformFailure(500, policy.CodeInternal, "the request could not be converted", nil)
 	}
-	res, err := env.Transport.Fetch(&abi.FetchRequest{
-		Method: "POST",
-		URL:    r.base + "/chat/completions",
-		Headers: abi.Headers{
-			{Name: "content-type", Value: "application/json"},
-			{Name: "accept", Value: "application/json"},
-		},
-		Body:       r.request(c.Model),
-		TimeoutMS:  r.timeoutMS,
-		MaxBytes:   MaxAnswerBytes,
-		Credential: abi.CredentialUpstream,
-	})
-	if err != nil {
-		return platformFailure(502, CodeUpstreamUnavailable, "the router's answer could not be decoded", nil)
-	}
-	if res.ErrKind != "" {
-		return fetchFailure(&res)
+	res, failed := postJSON(env, r.base+"/chat/completions", r.request(c.Model), r.timeoutMS)
+	if failed != nil {
+		return *failed
 	}
 	return r.answer(c, &res)
 }

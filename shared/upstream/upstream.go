@@ -96,6 +96,33 @@ func fetchFailure(r *abi.FetchResponse) Outcome {
 	return platformFailure(502, CodeUpstreamUnavailable, "the upstream could not be reached", nil)
 }
 
+// postJSON sends a JSON body to the upstream with the operator's
+// credential. A transport failure comes back as the Outcome to return; an
+// HTTP answer of any status is the caller's to classify.
+func postJSON(env *platform.Env, url string, body []byte, timeoutMS uint32) (abi.FetchResponse, *Outcome) {
+	res, err := env.Transport.Fetch(&abi.FetchRequest{
+		Method: "POST",
+		URL:    url,
+		Headers: abi.Headers{
+			{Name: "content-type", Value: "application/json"},
+			{Name: "accept", Value: "application/json"},
+		},
+		Body:       body,
+		TimeoutMS:  timeoutMS,
+		MaxBytes:   MaxAnswerBytes,
+		Credential: abi.CredentialUpstream,
+	})
+	if err != nil {
+		o := platformFailure(502, CodeUpstreamUnavailable, "the upstream's answer could not be decoded", nil)
+		return res, &o
+	}
+	if res.ErrKind != "" {
+		o := fetchFailure(&res)
+		return res, &o
+	}
+	return res, nil
+}
+
 // Failure codes of upstream calls (schema/errors.md).
 const (
 	CodeUpstreamTimeout     = "upstream_timeout"

@@ -43,23 +43,9 @@ func (v *vendor) Decide(env *platform.Env, c *Call) Outcome {
 		v.buf = canon.InsertModel(v.buf[:0], c.Body, c.Request.InsertAt, c.Model)
 		body = v.buf
 	}
-	res, err := env.Transport.Fetch(&abi.FetchRequest{
-		Method: "POST",
-		URL:    v.base + "/service",
-		Headers: abi.Headers{
-			{Name: "content-type", Value: "application/json"},
-			{Name: "accept", Value: "application/json"},
-		},
-		Body:       body,
-		TimeoutMS:  v.timeoutMS,
-		MaxBytes:   MaxAnswerBytes,
-		Credential: abi.CredentialUpstream,
-	})
-	if err != nil {
-		return platformFailure(502, CodeUpstreamUnavailable, "the upstream answer could not be decoded", nil)
-	}
-	if res.ErrKind != "" {
-		return fetchFailure(&res)
+	res, failed := postJSON(env, v.base+"/service", body, v.timeoutMS)
+	if failed != nil {
+		return *failed
 	}
 	return v.answer(c, &res)
 }

@@ -7,8 +7,8 @@
 package sqldtest
 
 import (
-	"bytes"
 	"context"
+	"decisiongateway/wasm-host/testenv"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -91,7 +90,7 @@ func Start(t testing.TB) string {
 func start(t testing.TB, bin string, port int) (string, error) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	dir := t.TempDir()
-	log := &syncBuffer{}
+	log := &testenv.Output{}
 	cmd := exec.Command(bin,
 		"--db-path", filepath.Join(dir, "data.sqld"),
 		"--http-listen-addr", addr,
@@ -133,7 +132,7 @@ func start(t testing.TB, bin string, port int) (string, error) {
 // test would run against someone else's database. So the answer only counts
 // once our sqld has logged that it listens on addr, which it does only after
 // binding, and while it is still running.
-func waitHealthy(url, addr string, log *syncBuffer, exited <-chan struct{}) error {
+func waitHealthy(url, addr string, log *testenv.Output, exited <-chan struct{}) error {
 	bound := "listening for incoming user HTTP connection on " + addr
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
@@ -188,23 +187,4 @@ func Backends(t testing.TB) []Backend {
 		{Name: "embedded", URL: "file:" + filepath.Join(t.TempDir(), "ledger.db")},
 		{Name: "sqld", URL: Start(t)},
 	}
-}
-
-// syncBuffer collects sqld's output; the process writes from its own
-// goroutines while a failing test may read it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

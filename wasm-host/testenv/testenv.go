@@ -4,8 +4,10 @@
 package testenv
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -51,4 +53,23 @@ func Binary(t testing.TB) string {
 		t.Fatalf("testenv: %v (run `make build` first)", err)
 	}
 	return p
+}
+
+// Output collects a child process's output, written from exec's goroutines
+// while a failing test may read it.
+type Output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *Output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
 }

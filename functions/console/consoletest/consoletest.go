@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -214,53 +213,13 @@ func (h *Host) Received() []Received {
 	return append([]Received(nil), h.received...)
 }
 
-// serveVendor answers a valid decision for any request: the first option,
-// uniform probabilities, the lowest score.
+// serveVendor answers a valid decision for any request (hosttest.Answers).
 func (h *Host) serveVendor(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	h.mu.Lock()
 	h.received = append(h.received, Received{Path: r.URL.Path, Body: body})
 	h.mu.Unlock()
-	var req struct {
-		Questions map[string]struct {
-			Type     string
-			Criteria json.RawMessage
-		}
-	}
-	d := json.NewDecoder(bytes.NewReader(body))
-	d.UseNumber()
-	d.Decode(&req)
-	answers := map[string]any{}
-	for name, q := range req.Questions {
-		switch q.Type {
-		case "choice":
-			var opts map[string]any
-			json.Unmarshal(q.Criteria, &opts)
-			probs, first := map[string]float64{}, ""
-			for o := range opts {
-				probs[o] = 1 / float64(len(opts))
-				if first == "" || o < first {
-					first = o
-				}
-			}
-			answers[name] = map[string]any{"type": "choice", "choice": first, "probabilities": probs, "confidence": 0.5}
-		case "score":
-			var levels []any
-			json.Unmarshal(q.Criteria, &levels)
-			probs, legend := map[string]float64{}, map[string]string{}
-			for i := range levels {
-				p := 0.0
-				if i == 0 {
-					p = 1
-				}
-				probs[strconv.Itoa(i)] = p
-				legend[strconv.Itoa(i)] = fmt.Sprint(levels[i])
-			}
-			answers[name] = map[string]any{"type": "score", "score": 0, "probabilities": probs, "confidence": 0.5, "legend": legend}
-		default:
-			answers[name] = map[string]any{"type": "noul", "noul": 0.5}
-		}
-	}
+	answers := hosttest.Answers(body)
 	out, _ := json.Marshal(map[string]any{"model": "vendor-model-1", "answers": answers, "usage": map[string]int{"input_tokens": 10, "output_tokens": 3}})
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(out)
