@@ -24,6 +24,13 @@
 //   - A batch of one statement, alone in its group, runs without BEGIN and
 //     COMMIT: SQLite makes a single statement atomic by itself, and over HTTP
 //     each of those is a round trip to the server.
+//   - One request per transaction on a remote server. database/sql sends
+//     each statement of an interactive transaction as its own HTTP request,
+//     so a 14-step batch cost 16 round trips. For sqld and Turso the writer
+//     instead translates the whole group into one Hrana batch, with the
+//     conditions turned into guard statements that fail when a test is
+//     false (see translate.go), and sends it on a kept stream. Batches the
+//     translation cannot express exactly still run interactively.
 //   - Retries. SQLITE_BUSY ("database is locked") from another host, before
 //     anything committed, is retried with jittered exponential backoff for as
 //     long as the caller's context allows.

@@ -152,6 +152,12 @@ type attempt struct {
 func (e *Executor) attempt(group []*job) attempt {
 	ctx, cancel := context.WithTimeout(context.Background(), txTimeout)
 	defer cancel()
+	if e.hrana != nil {
+		// One request for the whole group instead of one per statement.
+		if p, ok := translate(group); ok {
+			return e.attemptRemote(ctx, group, p)
+		}
+	}
 	conn, err := e.writerConn(ctx)
 	if err != nil {
 		return attempt{err: err, stage: stageBegin}

@@ -43,7 +43,8 @@ var embeddedPragmas = []string{
 type Executor struct {
 	db       *sql.DB
 	remote   bool
-	maxGroup int // batches per transaction; 1 turns group commit off
+	hrana    *hranaClient // remote servers: whole batches in one request
+	maxGroup int          // batches per transaction; 1 turns group commit off
 	queue    chan *job
 	closing  chan struct{} // closed by Close
 	stopped  chan struct{} // closed when the writer has returned
@@ -113,7 +114,15 @@ func open(ctx context.Context, url, authToken string, maxGroup int) (*Executor, 
 		db.Close()
 		return nil, fmt.Errorf("ledger: %s: %w", redact(url), err)
 	}
+	var hc *hranaClient
+	if remote {
+		if hc, err = newHranaClient(url, authToken); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("ledger: %s: %w", redact(url), err)
+		}
+	}
 	e := &Executor{
+		hrana:    hc,
 		db:       db,
 		remote:   remote,
 		maxGroup: max(maxGroup, 1),
@@ -131,6 +140,9 @@ func (e *Executor) Close() error {
 	e.closeMu.Do(func() {
 		close(e.closing)
 		<-e.stopped
+		if e.hrana != nil {
+			e.hrana.close()
+		}
 		e.closeErr = e.db.Close()
 	})
 	return e.closeErr

@@ -26,6 +26,10 @@ type shape struct {
 	// EXPLAIN, WITH … SELECT): safe to run again when the connection broke
 	// before the answer arrived.
 	readOnly bool
+	// dml is set for INSERT, UPDATE, DELETE and REPLACE (with or without
+	// WITH or RETURNING): the statements whose rows-affected count is
+	// SQLite's changes(), which a translated batch tests on the server.
+	dml bool
 	// params is the number of bare ? placeholders.
 	params int
 }
@@ -134,6 +138,10 @@ func classify(sql string) (shape, error) {
 		s.rows = true
 	}
 	s.insert = verb == "INSERT" || verb == "REPLACE"
+	switch first {
+	case "INSERT", "UPDATE", "DELETE", "REPLACE", "WITH":
+		s.dml = verb == "INSERT" || verb == "UPDATE" || verb == "DELETE" || verb == "REPLACE"
+	}
 	return s, nil
 }
 

@@ -1,0 +1,408 @@
+package ledger
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"decisiongateway/shared/abi"
+)
+
+// A remote batch in one request.
+//
+// Hrana's batch conditions can only ask whether an earlier step succeeded
+// (ok), failed (error), or combinations of those; ours ask about a step's
+// values (rows changed, first cell true). The translation turns each value
+// test into a guard: a statement placed right after the tested step that
+// fails exactly when the test is false, so "test holds" becomes ok(guard).
+// A guard fails by computing abs(-9223372036854775808), which SQLite answers
+// with an "integer overflow" error instead of a value.
+//
+//   - Affected / NotAffected on an INSERT, UPDATE, DELETE or REPLACE: the
+//     guard tests changes(), SQLite's count of rows the most recent such
+//     statement changed, which is what sqld reports as rows affected (and
+//     what a RETURNING statement returns rows for). It runs only when the
+//     step ran (ok(step)), so not(ok(guard)) is "skipped or changed none".
+//   - Truthy / Falsy on a SELECT: the guard evaluates the step's SQL again,
+//     with its arguments, as a scalar subquery right after it. A read leaves
+//     the database as it was, so the subquery sees what the step saw. The
+//     cell's truth is computed by storage class to match abi.Value.Truthy
+//     (SQL's own CASE WHEN would call the text 'yes' false).
+//   - Tests whose answer does not depend on the data are decided here: a
+//     step that returns no rows is never truthy, a SELECT never changes rows.
+//
+// Atomicity: the batch is BEGIN IMMEDIATE, the steps, COMMIT, then ROLLBACK
+// if COMMIT did not succeed. Hrana runs a step after a failed one, and some
+// SQLite errors end the transaction by themselves, after which further
+// statements would commit one by one; so after each real step a checkpoint
+// (SELECT 1) runs only if nothing has failed so far, and every later real
+// step and the COMMIT run only if the latest checkpoint did. "Step k did not
+// fail" is written ok(k) or not(k's condition): sqld 0.24 also counts a
+// skipped step as error(k), so that test cannot be used. That keeps the
+// condition of each step small (linear in the batch) instead of naming
+// every earlier step.
+//
+// Batches the translation cannot express exactly (a value test on a
+// statement that writes and returns rows, on a multi-column or
+// non-deterministic SELECT, or a rows-affected test on DDL) go through the
+// interactive path instead.
+
+// guardFail is an expression SQLite refuses to compute, making a guard fail.
+const guardFail = "abs(-9223372036854775808)"
+
+const (
+	sqlAffected = "SELECT CASE WHEN changes() > 0 THEN 1 ELSE " + guardFail + " END"
+	// truthPrefix and truthSuffix wrap a one-column SELECT: the guard is
+	// true exactly when abi.Value.Truthy would be for its first cell (no row
+	// gives NULL, which is false).
+	truthPrefix = "SELECT CASE WHEN (CASE typeof(v) WHEN 'integer' THEN v <> 0 WHEN 'real' THEN v <> 0" +
+		" WHEN 'text' THEN v <> '' AND v <> '0' WHEN 'blob' THEN length(v) > 0 ELSE 0 END) THEN 1 ELSE " +
+		guardFail + " END FROM (SELECT ("
+	truthSuffix = "\n) AS v)"
+)
+
+// remotePlan is a group of batches translated into one Hrana batch.
+type remotePlan struct {
+	steps []hranaStep
+	// at[j][i] is the Hrana step of job j's step i, or -1 when the
+	// translation already knows it is skipped.
+	at      [][]int
+	kinds   []stepKind // per Hrana step
+	begin   int        // -1 for a lone statement run without a transaction
+	commit  int
+	guarded []bool // per Hrana step: a guard, whose failure is expected
+}
+
+type stepKind uint8
+
+const (
+	kindControl stepKind = iota // BEGIN, COMMIT, ROLLBACK, checkpoints
+	kindReal
+	kindGuard
+)
+
+// per-step guard indexes while translating one job.
+type guards struct {
+	affected, truthy int // Hrana step, or -1
+}
+
+// translate builds the one-request form of group, or reports false when
+// some batch needs the interactive path.
+func translate(group []*job) (*remotePlan, bool) {
+	p := &remotePlan{at: make([][]int, len(group)), begin: -1, commit: -1}
+	if len(group) == 1 && len(group[0].steps) == 1 {
+		// One statement is atomic on its own: no transaction needed.
+		j := group[0]
+		p.at[0] = []int{p.add(realStmt(&j.steps[0], j.shapes[0]), nil, kindReal)}
+		return p, true
+	}
+	p.begin = p.add(hranaStmt{SQL: "BEGIN IMMEDIATE"}, nil, kindControl)
+	alive := okCond(p.begin)
+	for ji, j := range group {
+		needAff, needTruth, ok := needs(j)
+		if !ok {
+			return nil, false
+		}
+		at := make([]int, len(j.steps))
+		g := make([]guards, len(j.steps))
+		for i := range j.steps {
+			st := &j.steps[i]
+			conds := []hranaCond{alive}
+			run := true
+			for _, c := range st.When {
+				hc, known, holds := condition(c, at, g, j.shapes)
+				if known {
+					run = run && holds
+					continue
+				}
+				conds = append(conds, hc)
+			}
+			at[i], g[i] = -1, guards{-1, -1}
+			if !run {
+				continue
+			}
+			cond := andCond(conds)
+			k := p.add(realStmt(st, j.shapes[i]), cond, kindReal)
+			at[i] = k
+			if needAff[i] && j.shapes[i].dml {
+				g[i].affected = p.add(hranaStmt{SQL: sqlAffected}, ptr(okCond(k)), kindGuard)
+			}
+			if needTruth[i] && j.shapes[i].rows {
+				g[i].truthy = p.add(hranaStmt{SQL: truthPrefix + st.SQL + truthSuffix, Args: hranaArgs(st.Args)}, ptr(okCond(k)), kindGuard)
+			}
+			// "k did not fail" is "k succeeded or its condition was false":
+			// sqld's error(k) is also true for a skipped step.
+			noErr := hranaCond{Type: "or", Conds: []hranaCond{okCond(k), notCond(*cond)}}
+			cp := p.add(hranaStmt{SQL: "SELECT 1"}, andCond([]hranaCond{alive, noErr}), kindControl)
+			alive = okCond(cp)
+		}
+		p.at[ji] = at
+	}
+	p.commit = p.add(hranaStmt{SQL: "COMMIT"}, &alive, kindControl)
+	rb := notCond(okCond(p.commit))
+	p.add(hranaStmt{SQL: "ROLLBACK"}, &rb, kindControl)
+	return p, true
+}
+
+// needs finds which steps of j are tested for rows changed and for truth,
+// and reports false when a test cannot be translated exactly.
+func needs(j *job) (affected, truth []bool, ok bool) {
+	affected = make([]bool, len(j.steps))
+	truth = make([]bool, len(j.steps))
+	for i := range j.steps {
+		for _, c := range j.steps[i].When {
+			s := j.shapes[c.Step]
+			switch c.Test {
+			case abi.Affected, abi.NotAffected:
+				// A statement that returns rows without writing reports 0;
+				// DDL and PRAGMA report whatever the driver saw last.
+				if !s.dml && !(s.rows && !s.returning && s.readOnly) {
+					return nil, nil, false
+				}
+				affected[c.Step] = true
+			case abi.Truthy, abi.Falsy:
+				if s.rows && !scalarSelect(j.steps[c.Step].SQL, s) {
+					return nil, nil, false
+				}
+				truth[c.Step] = true
+			}
+		}
+	}
+	return affected, truth, true
+}
+
+// condition translates one of our conditions on step k. known reports that
+// its value is decided without the database, and holds is that value.
+func condition(c abi.Cond, at []int, g []guards, shapes []shape) (hc hranaCond, known, holds bool) {
+	k := c.Step
+	if at[k] < 0 {
+		// Skipped: not executed, so nothing changed and no cell is true.
+		return hranaCond{}, true, c.Test == abi.NotAffected || c.Test == abi.Falsy
+	}
+	s := shapes[k]
+	switch c.Test {
+	case abi.Affected, abi.NotAffected:
+		if g[k].affected < 0 { // a read: changes nothing
+			return hranaCond{}, true, c.Test == abi.NotAffected
+		}
+		if c.Test == abi.Affected {
+			return okCond(g[k].affected), false, false
+		}
+		return notCond(okCond(g[k].affected)), false, false
+	default:
+		if !s.rows || g[k].truthy < 0 { // no rows: the first cell is NULL
+			return hranaCond{}, true, c.Test == abi.Falsy
+		}
+		if c.Test == abi.Truthy {
+			return okCond(g[k].truthy), false, false
+		}
+		return notCond(okCond(g[k].truthy)), false, false
+	}
+}
+
+// scalarSelect reports whether a step can be evaluated again as a scalar
+// subquery with the same result: a plain SELECT (not a write with
+// RETURNING) whose result is one column and that gives the same answer when
+// run twice in a row. The column count is read from the SQL text: a
+// top-level comma or * before FROM means it may not be one column.
+func scalarSelect(sql string, s shape) bool {
+	if !s.readOnly || s.returning {
+		return false
+	}
+	lx := lexer{src: sql}
+	depth, list, first := 0, true, true
+	for {
+		tok, text, err := lx.next()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case tokEOF:
+			return !first
+		case tokOpen:
+			depth++
+		case tokClose:
+			depth--
+		case tokWord:
+			w := strings.ToUpper(text)
+			if first {
+				if w != "SELECT" {
+					return false
+				}
+				first = false
+				continue
+			}
+			switch w {
+			case "RANDOM", "RANDOMBLOB", "CHANGES", "TOTAL_CHANGES", "LAST_INSERT_ROWID",
+				"CURRENT_TIME", "CURRENT_DATE", "CURRENT_TIMESTAMP":
+				return false // may differ between the step and its guard
+			}
+			if depth == 0 {
+				switch w {
+				case "FROM", "WHERE", "GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT",
+					"UNION", "EXCEPT", "INTERSECT":
+					list = false
+				}
+			}
+		case tokSemicolon:
+			return false // the SQL is wrapped in a subquery
+		case tokOther:
+			if strings.EqualFold(text, "'now'") {
+				return false
+			}
+			if list && depth == 0 && (text == "," || text == "*") {
+				return false
+			}
+		}
+	}
+}
+
+func realStmt(st *abi.Statement, s shape) hranaStmt {
+	return hranaStmt{SQL: st.SQL, Args: hranaArgs(st.Args), WantRows: s.rows}
+}
+
+func hranaArgs(vals []abi.Value) []hranaValue {
+	if len(vals) == 0 {
+		return nil
+	}
+	out := make([]hranaValue, len(vals))
+	for i, v := range vals {
+		out[i] = toHrana(v)
+	}
+	return out
+}
+
+func (p *remotePlan) add(st hranaStmt, cond *hranaCond, kind stepKind) int {
+	p.steps = append(p.steps, hranaStep{Stmt: st, Condition: cond})
+	p.kinds = append(p.kinds, kind)
+	return len(p.steps) - 1
+}
+
+func okCond(step int) hranaCond { return hranaCond{Type: "ok", Step: &step} }
+func notCond(c hranaCond) hranaCond {
+	return hranaCond{Type: "not", Cond: &c}
+}
+
+func andCond(conds []hranaCond) *hranaCond {
+	if len(conds) == 1 {
+		return &conds[0]
+	}
+	return &hranaCond{Type: "and", Conds: conds}
+}
+
+// attemptRemote runs group as one Hrana request and reports the outcome in
+// the terms the interactive path uses, so commit's retry and group rules
+// apply unchanged.
+func (e *Executor) attemptRemote(ctx context.Context, group []*job, p *remotePlan) attempt {
+	res, err := e.hrana.batch(ctx, p.steps)
+	if err != nil {
+		switch {
+		case errors.Is(err, errNotSent) || errors.Is(err, errRefused) || isDial(err):
+			// Nothing ran: safe to retry, like a failed BEGIN.
+			return attempt{err: err, stage: stageBegin}
+		case p.begin < 0:
+			return attempt{err: err, stage: stageAlone}
+		default:
+			// The request may have been carried out: the COMMIT's outcome
+			// is unknown.
+			return attempt{err: err, stage: stageCommit}
+		}
+	}
+	if p.begin >= 0 && res.StepResults[p.commit] == nil && res.StepResults[p.commit+1] == nil {
+		// Neither COMMIT nor ROLLBACK succeeded: the stream may still be
+		// inside the transaction, so no later batch may use it.
+		e.hrana.reset()
+	}
+	if p.begin >= 0 {
+		if e := res.StepErrors[p.begin]; e != nil {
+			return attempt{err: errors.New(e.Message), stage: stageBegin}
+		}
+	}
+	for ji, at := range p.at {
+		for i, k := range at {
+			if k < 0 || res.StepErrors[k] == nil {
+				continue
+			}
+			err := errors.New(res.StepErrors[k].Message)
+			if p.begin < 0 {
+				return attempt{err: err, stage: stageAlone}
+			}
+			return attempt{err: err, stage: stageStep, job: ji, step: i}
+		}
+	}
+	for k, kind := range p.kinds {
+		// A guard may only fail by design; anything else means a test was
+		// decided wrongly, and the batch may have committed on it.
+		if e := res.StepErrors[k]; kind == kindGuard && e != nil && !strings.Contains(e.Message, "integer overflow") {
+			return attempt{err: fmt.Errorf("condition check failed: %s: %w", e.Message, driver.ErrBadConn), stage: stageCommit}
+		}
+	}
+	if p.commit >= 0 {
+		if e := res.StepErrors[p.commit]; e != nil {
+			return attempt{err: errors.New(e.Message), stage: stageCommit}
+		}
+		if res.StepResults[p.commit] == nil {
+			return attempt{err: fmt.Errorf("hrana: COMMIT did not run: %w", driver.ErrBadConn), stage: stageCommit}
+		}
+	}
+	out := make([][]abi.StepResult, len(group))
+	for ji, j := range group {
+		steps := make([]abi.StepResult, len(j.steps))
+		for i, k := range p.at[ji] {
+			if k < 0 || res.StepResults[k] == nil {
+				continue
+			}
+			stepResult(res.StepResults[k], j.shapes[i], &steps[i])
+		}
+		out[ji] = steps
+	}
+	return attempt{steps: out}
+}
+
+// stepResult fills r as runStep would have from the same statement: rows
+// only for statements that return rows, rows affected as the row count for
+// RETURNING and 0 for reads, the last insert rowid only for an INSERT that
+// inserted.
+func stepResult(h *hranaStmtResult, s shape, r *abi.StepResult) {
+	r.Executed = true
+	if s.rows {
+		r.Columns = make([]string, len(h.Cols))
+		for i, c := range h.Cols {
+			if c.Name != nil {
+				r.Columns[i] = *c.Name
+			}
+		}
+		for _, row := range h.Rows {
+			vals := make([]abi.Value, len(row))
+			for i, v := range row {
+				var decl *string
+				if i < len(h.Cols) {
+					decl = h.Cols[i].Decltype
+				}
+				vals[i] = fromHrana(v, decl)
+			}
+			r.Rows = append(r.Rows, vals)
+		}
+		if s.returning {
+			r.RowsAffected = int64(len(r.Rows))
+		}
+		return
+	}
+	r.RowsAffected = h.AffectedRowCount
+	if s.insert && r.RowsAffected > 0 && h.LastInsertRowid != nil {
+		r.LastInsertID, _ = strconv.ParseInt(*h.LastInsertRowid, 10, 64)
+	}
+}
+
+// isDial reports an error from making the connection, before any byte of
+// the request was sent.
+func isDial(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func ptr(c hranaCond) *hranaCond { return &c }
