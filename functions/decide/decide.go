@@ -89,7 +89,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	// Authorise and reserve: one ledger round trip.
 	now := time.Now()
 	r, err := ledgerq.ReserveDecision(env.Ledger, &ledgerq.Reserve{
-		Principal:   ledgerq.Principal{AccountID: c.AccountID, KeyHash: keyHash, IPHash: ledgerq.HashIP(req.ClientAddr), AuthLimit: s.AuthRateLimit},
+		Principal:   ledgerq.Principal{AccountID: c.AccountID, KeyHash: keyHash, IPHash: keys.HashClient(req.ClientAddr), AuthLimit: s.AuthRateLimit},
 		Source:      c.Source,
 		RequestID:   req.RequestID,
 		IdemKey:     idemKey,

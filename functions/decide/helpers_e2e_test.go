@@ -10,7 +10,6 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
-	"decisiongateway/shared/ledgerq"
 	"decisiongateway/wasm-host/hosttest"
 	"decisiongateway/wasm-host/sqldtest"
 )
@@ -107,7 +106,7 @@ const simpleRequest = `{"model":"model-x","state":"a red apple","questions":{"fr
 func str(s string) abi.Value { return abi.String(s) }
 
 // hashOfLoopback is the auth counter's scope for requests from 127.0.0.1.
-var hashOfLoopback = ledgerq.HashIP("127.0.0.1")
+var hashOfLoopback = keys.HashClient("127.0.0.1")
 
 func freeAddr(t testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -43,7 +43,7 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	s := settings.Read(env.Config)
 	now := time.Now()
 	a, rate, err := ledgerq.AuthorizeKey(env.Ledger,
-		&ledgerq.Principal{AccountID: account, KeyHash: keys.Hash(tok), IPHash: ledgerq.HashIP(req.ClientAddr), AuthLimit: s.AuthRateLimit},
+		&ledgerq.Principal{AccountID: account, KeyHash: keys.Hash(tok), IPHash: keys.HashClient(req.ClientAddr), AuthLimit: s.AuthRateLimit},
 		Scope, rateLimit(env.Config), now)
 	switch {
 	case err != nil:

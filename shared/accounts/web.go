@@ -130,9 +130,9 @@ func cookie(s *settings.Settings, value string, maxAge int64) string {
 	return c
 }
 
-// ClientHash is the stored identity of a client address for rate limits:
-// the ledger never holds an address in clear.
-func ClientHash(req *abi.Request) string { return keys.Hash("client:" + req.ClientAddr)[:32] }
+// ClientHash is the stored identity of a request's client address for rate
+// limits (keys.HashClient, shared with the API authentication counter).
+func ClientHash(req *abi.Request) string { return keys.HashClient(req.ClientAddr) }
 
 // StringField reads one string member of a small JSON object body (the
 // console's {"name":…} and {"email":…}). ok is false when the body is not

@@ -139,3 +139,11 @@ func AccountHint(authorization, cookie string) string {
 	}
 	return ""
 }
+
+// HashClient is the stored identity of a client address, the scope of every
+// per-address counter (API authentication, sign-in): the ledger never holds
+// an address in the clear, and one hash keeps the counters comparable.
+func HashClient(ip string) string {
+	sum := sha256.Sum256([]byte("decision-gateway/ip/" + ip))
+	return hex.EncodeToString(sum[:16])
+}

@@ -1,8 +1,6 @@
 package ledgerq
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"time"
 
 	"decisiongateway/shared/abi"
@@ -76,12 +74,4 @@ func AuthorizeKey(l platform.Ledger, p *Principal, scope string, limit int, now 
 	}
 	a := readAuth(&res, rateOK, found, now)
 	return a, Rate{Limit: int64(limit), Count: res.Steps[count].First().AsInt(), Window: w}, nil
-}
-
-// HashIP is the scope of the authentication counter for a client address.
-// Every entry point must use it, or the counter splits; client addresses are
-// never stored in the clear.
-func HashIP(ip string) string {
-	sum := sha256.Sum256([]byte("decision-gateway/ip/" + ip))
-	return hex.EncodeToString(sum[:16])
 }

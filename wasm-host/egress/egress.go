@@ -5,6 +5,7 @@
 package egress
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -96,7 +97,7 @@ func (c *Client) Fetch(ctx context.Context, r *abi.FetchRequest) abi.FetchRespon
 	defer cancel()
 	var body io.Reader
 	if len(r.Body) > 0 {
-		body = strings.NewReader(string(r.Body))
+		body = bytes.NewReader(r.Body)
 	}
 	req, err := http.NewRequestWithContext(ctx, or(r.Method, "GET"), r.URL, body)
 	if err != nil {

@@ -108,17 +108,27 @@ export async function hostFetch(r, env) {
   }
 }
 
-class TooLarge extends Error {}
+/** TooLarge is thrown by readStream when a body passes its limit. */
+export class TooLarge extends Error {}
 
-/** readCapped reads the body, failing as soon as it passes maxBytes. */
+/** readCapped reads a response body, failing as soon as it passes maxBytes. */
 async function readCapped(resp, maxBytes) {
   const declared = Number(resp.headers.get("content-length") ?? "NaN");
   if (declared > maxBytes) {
     await resp.body?.cancel();
     throw new TooLarge();
   }
-  if (!resp.body) return new Uint8Array(0);
-  const reader = resp.body.getReader();
+  return readStream(resp.body, maxBytes);
+}
+
+/**
+ * readStream reads a body stream (a request's or a response's) into one
+ * array, throwing TooLarge as soon as it passes maxBytes: an oversized
+ * body is never buffered whole.
+ */
+export async function readStream(stream, maxBytes) {
+  if (!stream) return new Uint8Array(0);
+  const reader = stream.getReader();
   const chunks = [];
   let total = 0;
   for (;;) {

@@ -15,6 +15,7 @@ import { match } from "./router.js";
 import { Pool, Overloaded, DeadlineExceeded } from "./pool.js";
 import { VersionError } from "./host.js";
 import { parseDuration } from "./duration.js";
+import { readStream, TooLarge } from "./fetch.js";
 import { INTERNAL_HEADERS, log, platformError, requestIdOf, respond } from "./respond.js";
 
 /** Body cap of a route whose maxBody is 0 (wasm-host/server.DefaultMaxBody). */
@@ -22,33 +23,6 @@ const DEFAULT_MAX_BODY = 1 << 20;
 
 /** Deadline of a request unless GATEWAY_REQUEST_TIMEOUT sets another. */
 const DEFAULT_TIMEOUT_MS = 60_000;
-
-class BodyTooLarge extends Error {}
-
-/** readBody reads at most max bytes of the request body. */
-async function readBody(request, max) {
-  if (!request.body) return new Uint8Array(0);
-  const reader = request.body.getReader();
-  const chunks = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.length;
-    if (total > max) {
-      await reader.cancel();
-      throw new BodyTooLarge();
-    }
-    chunks.push(value);
-  }
-  const body = new Uint8Array(total);
-  let off = 0;
-  for (const c of chunks) {
-    body.set(c, off);
-    off += c.length;
-  }
-  return body;
-}
 
 function requestTimeout(env) {
   const ms = parseDuration(env.GATEWAY_REQUEST_TIMEOUT ?? "");
@@ -81,9 +55,9 @@ export function functionWorker({ name, module, version, routes, exposed }) {
     const maxBody = route.maxBody || DEFAULT_MAX_BODY;
     let body;
     try {
-      body = await readBody(request, maxBody);
+      body = await readStream(request.body, maxBody);
     } catch (e) {
-      if (e instanceof BodyTooLarge) {
+      if (e instanceof TooLarge) {
         // Refused before any function runs: it costs nothing.
         return platformError(413, "body_too_large", `the request body exceeds ${maxBody} bytes`);
       }

@@ -78,11 +78,35 @@ func cmdDev(args []string, stdout io.Writer) error {
 
 // readEnv reads NAME=VALUE lines (# comments, optional double quotes).
 func readEnv(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
+	lines, err := readAssignments(path)
 	if err != nil {
 		return nil, err
 	}
 	env := map[string]string{}
+	for _, a := range lines {
+		value := a.value
+		if uq, err := strconv.Unquote(value); err == nil && strings.HasPrefix(value, `"`) {
+			value = uq
+		}
+		env[a.name] = value
+	}
+	return env, nil
+}
+
+// assignment is one NAME=VALUE line of a settings file.
+type assignment struct {
+	name, value string
+	line        int
+}
+
+// readAssignments reads a file of NAME=VALUE lines, skipping blank lines and
+// # comments; names and values are trimmed, nothing else is interpreted.
+func readAssignments(path string) ([]assignment, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []assignment
 	for i, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -92,11 +116,7 @@ func readEnv(path string) (map[string]string, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s:%d: want NAME=VALUE", path, i+1)
 		}
-		value = strings.TrimSpace(value)
-		if uq, err := strconv.Unquote(value); err == nil && strings.HasPrefix(value, `"`) {
-			value = uq
-		}
-		env[strings.TrimSpace(name)] = value
+		out = append(out, assignment{strings.TrimSpace(name), strings.TrimSpace(value), i + 1})
 	}
-	return env, nil
+	return out, nil
 }

@@ -159,29 +159,20 @@ func validName(s string) bool {
 // in [vars]; a secret is refused, because the toml is not the place for it
 // (`wrangler secret put`, or --secrets-file on deploy).
 func readVars(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
+	lines, err := readAssignments(path)
 	if err != nil {
 		return nil, err
 	}
 	exposed := hostconfig.Exposed()
 	vars := map[string]string{}
-	for i, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, value, ok := strings.Cut(line, "=")
-		if !ok {
-			return nil, fmt.Errorf("%s:%d: want NAME=VALUE", path, i+1)
-		}
-		name = strings.TrimSpace(name)
+	for _, a := range lines {
 		switch {
-		case isSecret(name):
-			return nil, fmt.Errorf("%s:%d: %s is a secret; set it with `wrangler secret put` or deploy's --secrets-file, never in [vars]", path, i+1, name)
-		case !slices.Contains(exposed, name):
-			return nil, fmt.Errorf("%s:%d: %s is not a setting modules read (%s)", path, i+1, name, strings.Join(exposed, ", "))
+		case isSecret(a.name):
+			return nil, fmt.Errorf("%s:%d: %s is a secret; set it with `wrangler secret put` or deploy's --secrets-file, never in [vars]", path, a.line, a.name)
+		case !slices.Contains(exposed, a.name):
+			return nil, fmt.Errorf("%s:%d: %s is not a setting modules read (%s)", path, a.line, a.name, strings.Join(exposed, ", "))
 		}
-		vars[name] = strings.TrimSpace(value)
+		vars[a.name] = a.value
 	}
 	return vars, nil
 }

@@ -61,19 +61,12 @@ func admin(log *slog.Logger, args []string) error {
 	if len(args) < 1 {
 		return fmt.Errorf("admin needs a command\n%s", usage)
 	}
-	cfg, err := hostconfig.FromEnv()
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	led, err := ledger.Open(ctx, cfg.LedgerURL, cfg.LedgerToken)
+	cfg, led, err := openLedger(ctx)
 	if err != nil {
 		return err
 	}
 	defer led.Close()
-	if err := led.Migrate(ctx); err != nil {
-		return err
-	}
 	switch args[0] {
 	case "migrate":
 		fmt.Println("migrations applied")
@@ -82,4 +75,22 @@ func admin(log *slog.Logger, args []string) error {
 		return adminAccounts(ctx, cfg, led, os.Stdout, args)
 	}
 	return fmt.Errorf("unknown admin command %q\n%s", args[0], usage)
+}
+
+// openLedger reads the environment, opens the ledger and brings it up to
+// date, as every operator command needs.
+func openLedger(ctx context.Context) (*hostconfig.Config, *ledger.Executor, error) {
+	cfg, err := hostconfig.FromEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	led, err := ledger.Open(ctx, cfg.LedgerURL, cfg.LedgerToken)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := led.Migrate(ctx); err != nil {
+		led.Close()
+		return nil, nil, err
+	}
+	return cfg, led, nil
 }

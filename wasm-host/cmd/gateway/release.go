@@ -17,7 +17,6 @@ import (
 	"decisiongateway/shared/abi"
 	"decisiongateway/wasm-host/canary"
 	"decisiongateway/wasm-host/hostconfig"
-	"decisiongateway/wasm-host/ledger"
 	"decisiongateway/wasm-host/routes"
 	"decisiongateway/wasm-host/runtime"
 )
@@ -43,19 +42,12 @@ func release(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := hostconfig.FromEnv()
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	led, err := ledger.Open(ctx, cfg.LedgerURL, cfg.LedgerToken)
+	cfg, led, err := openLedger(ctx)
 	if err != nil {
 		return err
 	}
 	defer led.Close()
-	if err := led.Migrate(ctx); err != nil {
-		return err
-	}
 	store := canary.NewStore(led)
 	need := func(n int) error {
 		if len(pos) != n {
