@@ -32,12 +32,16 @@ var (
 	validator validate.Validator
 	encoder   canon.Encoder
 	canonical []byte
+	current   decision
 )
 
 // Handle serves POST /v1/service. A missing or malformed key is refused
 // before any ledger read; a well-formed one is checked inside the
 // reservation batch.
 func Handle(env *platform.Env, req *abi.Request) abi.Response {
+	if req.Resume != nil {
+		return Resume(env, req)
+	}
 	tok, account, refusal := policy.APIKey(req)
 	if refusal != nil {
 		refusal.Headers.Set(policy.HServiceCredits, "0")
@@ -53,53 +57,36 @@ func Run(env *platform.Env, req *abi.Request, c Caller) abi.Response {
 }
 
 func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Response {
-	s := settings.Read(env.Config)
-
 	// Parse: everything here is local, costs nothing and reaches no upstream.
-	if !validate.IsJSONContentType(req.Headers.Get("content-type")) {
-		return fail(415, CodeUnsupportedMedia, "send the body as Content-Type: application/json")
-	}
-	parsed, verr := validator.Validate(req.Body)
-	if verr != nil {
-		return fail(verr.Status, verr.Code, verr.Message)
-	}
-	adapter := upstream.For(&s)
-	if adapter == nil {
-		return fail(503, upstream.CodeNotConfigured, "no upstream provider is configured on this deployment")
-	}
-	model := s.DefaultModel
-	if parsed.HasModel {
-		model = parsed.Model
-	}
-	call := upstream.Call{Body: req.Body, Request: parsed, Model: model, Validator: &validator}
-	if verr := adapter.Check(&call); verr != nil {
-		return fail(verr.Status, verr.Code, verr.Message)
+	d, refusal := parse(env, req)
+	if refusal != nil {
+		return *refusal
 	}
 	idemKey := req.Headers.Get("idempotency-key")
 	if req.Headers.Has("idempotency-key") && !validIdempotencyKey(idemKey) {
 		return fail(400, CodeInvalidIdemKey, "Idempotency-Key must be 1 to 255 visible ASCII characters")
 	}
 	var err error
-	canonical, err = encoder.Append(canonical[:0], req.Body, model)
+	canonical, err = encoder.Append(canonical[:0], req.Body, d.call.Model)
 	if err != nil {
 		return fail(400, "invalid_request", err.Error())
 	}
-	cost := int64(canon.Cost(len(parsed.Questions), len(canonical)))
+	cost := int64(canon.Cost(len(d.parsed.Questions), len(canonical)))
 
 	// Authorise and reserve: one ledger round trip.
 	now := time.Now()
 	r, err := ledgerq.ReserveDecision(env.Ledger, &ledgerq.Reserve{
-		Principal:   ledgerq.Principal{AccountID: c.AccountID, KeyHash: keyHash, IPHash: keys.HashClient(req.ClientAddr), AuthLimit: s.AuthRateLimit},
+		Principal:   ledgerq.Principal{AccountID: c.AccountID, KeyHash: keyHash, IPHash: keys.HashClient(req.ClientAddr), AuthLimit: d.settings.AuthRateLimit},
 		Source:      c.Source,
 		RequestID:   req.RequestID,
 		IdemKey:     idemKey,
 		Fingerprint: canon.Fingerprint(canonical),
-		Model:       model,
-		Questions:   len(parsed.Questions),
+		Model:       d.call.Model,
+		Questions:   len(d.parsed.Questions),
 		Cost:        cost,
-		RateLimit:   s.RateLimit,
-		TTL:         s.IdempotencyTTL,
-		Lease:       s.Lease(),
+		RateLimit:   d.settings.RateLimit,
+		TTL:         d.settings.IdempotencyTTL,
+		Lease:       d.settings.Lease(),
 		Now:         now,
 	})
 	if err != nil {
@@ -110,23 +97,98 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 		return resp
 	}
 
-	// Call the upstream.
-	out := adapter.Decide(env, &call)
+	// Call the upstream: the host makes the call while no instance waits
+	// on it, then hands the answer to Resume.
+	p := pending{AccountID: c.AccountID, Source: c.Source, Cost: cost, Rate: r.Rate}
+	aw, failed := d.adapter.Prepare(&d.call)
+	if failed != nil {
+		return settleAndAnswer(env, req, d, &p, failed)
+	}
+	aw.State = p.append(aw.State[:0])
+	return abi.Response{Await: &aw}
+}
 
-	// Settle: charge a validated success, refund everything else.
+// Resume continues a decision once the host has the upstream's answer:
+// settle, answer. The request is parsed again (it is the same request, and
+// this may be another instance); what the reservation decided comes back in
+// the state Run saved.
+func Resume(env *platform.Env, req *abi.Request) abi.Response {
+	var p pending
+	if !p.decode(req.Resume.State) {
+		return policy.Error(500, policy.CodeInternal, "the decision's saved state could not be read")
+	}
+	d, refusal := parse(env, req)
+	if refusal != nil {
+		// The request passed these checks before the reservation; a
+		// mismatch means the host changed it. Refund and say so.
+		out := upstream.Outcome{Status: refusal.Status, Headers: refusal.Headers, Body: refusal.Body, Code: policy.CodeInternal, Source: policy.SourcePlatform}
+		return settleAndAnswer(env, req, d, &p, &out)
+	}
+	out := d.adapter.Answer(&d.call, req.Resume)
+	return settleAndAnswer(env, req, d, &p, &out)
+}
+
+// decision is a parsed request: its settings, adapter and upstream call.
+type decision struct {
+	settings settings.Settings
+	parsed   *validate.Request
+	adapter  upstream.Adapter
+	call     upstream.Call
+}
+
+// parse reads the settings and checks the request: content type, JSON,
+// the spec's rules and the upstream kind's own. A refusal charged nothing.
+func parse(env *platform.Env, req *abi.Request) (*decision, *abi.Response) {
+	d := &current
+	d.settings = settings.Read(env.Config)
+	if !validate.IsJSONContentType(req.Headers.Get("content-type")) {
+		r := fail(415, CodeUnsupportedMedia, "send the body as Content-Type: application/json")
+		return d, &r
+	}
+	parsed, verr := validator.Validate(req.Body)
+	if verr != nil {
+		r := fail(verr.Status, verr.Code, verr.Message)
+		return d, &r
+	}
+	d.parsed = parsed
+	d.adapter = upstream.For(&d.settings)
+	if d.adapter == nil {
+		r := fail(503, upstream.CodeNotConfigured, "no upstream provider is configured on this deployment")
+		return d, &r
+	}
+	model := d.settings.DefaultModel
+	if parsed.HasModel {
+		model = parsed.Model
+	}
+	d.call = upstream.Call{Body: req.Body, Request: parsed, Model: model, Validator: &validator}
+	if verr := d.adapter.Check(&d.call); verr != nil {
+		r := fail(verr.Status, verr.Code, verr.Message)
+		return d, &r
+	}
+	return d, nil
+}
+
+// settleAndAnswer charges a validated success and refunds everything else,
+// retains a success for replay, and answers.
+func settleAndAnswer(env *platform.Env, req *abi.Request, d *decision, p *pending, out *upstream.Outcome) abi.Response {
+	idemKey := req.Headers.Get("idempotency-key")
 	st := ledgerq.Settle{
-		RequestID: req.RequestID, AccountID: c.AccountID, IdemKey: idemKey, Cost: cost,
+		RequestID: req.RequestID, AccountID: p.AccountID, IdemKey: idemKey, Cost: p.Cost,
 		OK: out.OK, Status: out.Status, ErrorCode: out.Code,
 		InputTokens: out.InputTokens, OutputTokens: out.OutputTokens, Now: time.Now(),
 	}
+	mode := ""
+	if d.adapter != nil {
+		mode = d.adapter.Mode()
+	}
 	if out.OK && idemKey != "" {
-		st.Retain = &ledgerq.Retained{RequestID: req.RequestID, Status: out.Status, Headers: out.Headers, Body: out.Body, Mode: adapter.Mode()}
+		st.Retain = &ledgerq.Retained{RequestID: req.RequestID, Status: out.Status, Headers: out.Headers, Body: out.Body, Mode: mode}
 	}
 	resp := abi.Response{Status: out.Status, Headers: out.Headers, Body: out.Body}
-	if out.OK || out.Source == policy.SourceUpstream {
-		resp.Headers.Set(policy.HResponseMode, adapter.Mode())
+	if mode != "" && (out.OK || out.Source == policy.SourceUpstream) {
+		resp.Headers.Set(policy.HResponseMode, mode)
 	}
-	rateHeaders(&resp, &r.Rate)
+	rateHeaders(&resp, &p.Rate)
 	if credits, ok := settle(env, &st); ok {
 		resp.Headers.Set(policy.HServiceCredits, credits)
 	}

@@ -13,6 +13,11 @@ import (
 
 // Handle serves one playground decision for the signed-in account.
 func Handle(env *platform.Env, req *abi.Request) abi.Response {
+	if req.Resume != nil {
+		// The upstream's answer to a decision this function started: the
+		// session and Origin were checked then.
+		return decide.Resume(env, req)
+	}
 	g, resp, ok := accounts.Check(env, req, true)
 	if !ok {
 		return resp

@@ -10,7 +10,7 @@ package abi
 
 // Version is the ABI version a module exports as gateway_abi_version. A host
 // refuses to run a module whose version it does not implement.
-const Version = 1
+const Version = 2
 
 // Header is one HTTP header field. Name is lower-case.
 type Header struct {
@@ -69,6 +69,10 @@ type Request struct {
 	RequestID  string // the platform request id, also in logs and X-Request-Id
 	Headers    Headers
 	Body       []byte
+	// Resume is set when the host hands back the result of a call the
+	// function asked for with Response.Await; nil for a fresh request. Only
+	// a host sets it: nothing a client sends can produce one.
+	Resume *Resume
 }
 
 // Response is what a function returns from handle.
@@ -76,6 +80,29 @@ type Response struct {
 	Status  int
 	Headers Headers
 	Body    []byte
+	// Await, when set, is not an answer: it asks the host to make one
+	// outbound call and then call the function again with the same Request
+	// and the result in Request.Resume. Status, Headers and Body are ignored.
+	Await *Await
+}
+
+// Await is an outbound call a function hands to its host instead of waiting
+// for it (schema/abi.md, "Awaiting"). Exactly one of Fetch and AI is set.
+// The instance is free while the call runs, and the continuation may run on
+// another instance, so everything it needs beyond the Request travels in
+// State, which the host returns untouched.
+type Await struct {
+	Fetch *FetchRequest
+	AI    *AIRequest
+	State []byte
+}
+
+// Resume is the result of an Await: the call's answer (Fetch or AI, as
+// asked) and the State the function saved.
+type Resume struct {
+	Fetch *FetchResponse
+	AI    *AIResponse
+	State []byte
 }
 
 // FetchRequest is an outbound HTTP request made through the host.

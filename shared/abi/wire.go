@@ -9,6 +9,8 @@ import (
 // ErrShort means a message ended before all its fields were read.
 var ErrShort = errors.New("abi: truncated message")
 
+var errUnknownCall = errors.New("abi: unknown call kind")
+
 // writer appends wire fields to a byte slice.
 type writer struct{ b []byte }
 
@@ -118,6 +120,7 @@ func AppendRequest(dst []byte, r *Request) []byte {
 	w.str(r.RequestID)
 	w.headers(r.Headers)
 	w.bytes(r.Body)
+	w.resume(r.Resume)
 	return w.b
 }
 
@@ -132,6 +135,7 @@ func DecodeRequest(b []byte) (Request, error) {
 	q.RequestID = r.str()
 	q.Headers = r.headers()
 	q.Body = r.bytes()
+	q.Resume = r.resume()
 	return q, r.done()
 }
 
@@ -141,6 +145,7 @@ func AppendResponse(dst []byte, r *Response) []byte {
 	w.u32(uint32(r.Status))
 	w.headers(r.Headers)
 	w.bytes(r.Body)
+	w.await(r.Await)
 	return w.b
 }
 
@@ -151,12 +156,18 @@ func DecodeResponse(b []byte) (Response, error) {
 	p.Status = int(r.u32())
 	p.Headers = r.headers()
 	p.Body = r.bytes()
+	p.Await = r.await()
 	return p, r.done()
 }
 
 // AppendFetchRequest encodes f after dst.
 func AppendFetchRequest(dst []byte, f *FetchRequest) []byte {
 	w := writer{dst}
+	w.fetchRequest(f)
+	return w.b
+}
+
+func (w *writer) fetchRequest(f *FetchRequest) {
 	w.str(f.Method)
 	w.str(f.URL)
 	w.headers(f.Headers)
@@ -164,13 +175,16 @@ func AppendFetchRequest(dst []byte, f *FetchRequest) []byte {
 	w.u32(f.TimeoutMS)
 	w.u32(f.MaxBytes)
 	w.str(f.Credential)
-	return w.b
 }
 
 // DecodeFetchRequest decodes a FetchRequest.
 func DecodeFetchRequest(b []byte) (FetchRequest, error) {
 	r := reader{b: b}
-	var f FetchRequest
+	f := r.fetchRequest()
+	return f, r.done()
+}
+
+func (r *reader) fetchRequest() (f FetchRequest) {
 	f.Method = r.str()
 	f.URL = r.str()
 	f.Headers = r.headers()
@@ -178,68 +192,92 @@ func DecodeFetchRequest(b []byte) (FetchRequest, error) {
 	f.TimeoutMS = r.u32()
 	f.MaxBytes = r.u32()
 	f.Credential = r.str()
-	return f, r.done()
+	return f
 }
 
 // AppendFetchResponse encodes f after dst.
 func AppendFetchResponse(dst []byte, f *FetchResponse) []byte {
 	w := writer{dst}
+	w.fetchResponse(f)
+	return w.b
+}
+
+func (w *writer) fetchResponse(f *FetchResponse) {
 	w.u32(uint32(f.Status))
 	w.headers(f.Headers)
 	w.bytes(f.Body)
 	w.str(f.ErrKind)
 	w.str(f.ErrMsg)
-	return w.b
 }
 
 // DecodeFetchResponse decodes a FetchResponse.
 func DecodeFetchResponse(b []byte) (FetchResponse, error) {
 	r := reader{b: b}
-	var f FetchResponse
+	f := r.fetchResponse()
+	return f, r.done()
+}
+
+func (r *reader) fetchResponse() (f FetchResponse) {
 	f.Status = int(r.u32())
 	f.Headers = r.headers()
 	f.Body = r.bytes()
 	f.ErrKind = r.str()
 	f.ErrMsg = r.str()
-	return f, r.done()
+	return f
 }
 
 // AppendAIRequest encodes a after dst.
 func AppendAIRequest(dst []byte, a *AIRequest) []byte {
 	w := writer{dst}
+	w.aiRequest(a)
+	return w.b
+}
+
+func (w *writer) aiRequest(a *AIRequest) {
 	w.str(a.Model)
 	w.bytes(a.Input)
-	return w.b
 }
 
 // DecodeAIRequest decodes an AIRequest.
 func DecodeAIRequest(b []byte) (AIRequest, error) {
 	r := reader{b: b}
-	var a AIRequest
+	a := r.aiRequest()
+	return a, r.done()
+}
+
+func (r *reader) aiRequest() (a AIRequest) {
 	a.Model = r.str()
 	a.Input = r.bytes()
-	return a, r.done()
+	return a
 }
 
 // AppendAIResponse encodes a after dst.
 func AppendAIResponse(dst []byte, a *AIResponse) []byte {
 	w := writer{dst}
+	w.aiResponse(a)
+	return w.b
+}
+
+func (w *writer) aiResponse(a *AIResponse) {
 	w.u32(uint32(a.Status))
 	w.bytes(a.Output)
 	w.str(a.ErrKind)
 	w.str(a.ErrMsg)
-	return w.b
 }
 
 // DecodeAIResponse decodes an AIResponse.
 func DecodeAIResponse(b []byte) (AIResponse, error) {
 	r := reader{b: b}
-	var a AIResponse
+	a := r.aiResponse()
+	return a, r.done()
+}
+
+func (r *reader) aiResponse() (a AIResponse) {
 	a.Status = int(r.u32())
 	a.Output = r.bytes()
 	a.ErrKind = r.str()
 	a.ErrMsg = r.str()
-	return a, r.done()
+	return a
 }
 
 // AppendLogRecord encodes l after dst.

@@ -152,11 +152,20 @@ func (model) Run(r *abi.AIRequest) (abi.AIResponse, error) {
 	return abi.DecodeAIResponse(call(impAI))
 }
 
+// config caches what the host answers: settings are fixed for a host's
+// life, and a request reads about a dozen of them.
 type config struct{}
 
+var settingsRead = map[string]string{}
+
 func (config) Get(name string) string {
+	if v, ok := settingsRead[name]; ok {
+		return v
+	}
 	msg = append(msg[:0], name...)
-	return string(call(impConfig))
+	v := string(call(impConfig))
+	settingsRead[name] = v
+	return v
 }
 
 type logger struct{}

@@ -72,3 +72,34 @@ type MapConfig map[string]string
 
 // Get returns the setting or "".
 func (m MapConfig) Get(name string) string { return m[name] }
+
+// Do makes the outbound call of an Await here and now, for callers that run
+// a function natively (tests, benchmarks). Module hosts make the call
+// themselves, while no instance waits on it, and hand the result back in
+// Request.Resume.
+func (e *Env) Do(a *abi.Await) abi.Resume {
+	res := abi.Resume{State: a.State}
+	switch {
+	case a.Fetch != nil:
+		var f abi.FetchResponse
+		if e.Transport == nil {
+			f = abi.FetchResponse{ErrKind: abi.FetchErrDenied, ErrMsg: "no transport"}
+		} else if got, err := e.Transport.Fetch(a.Fetch); err != nil {
+			f = abi.FetchResponse{ErrKind: abi.FetchErrConnect, ErrMsg: err.Error()}
+		} else {
+			f = got
+		}
+		res.Fetch = &f
+	case a.AI != nil:
+		var m abi.AIResponse
+		if e.Model == nil {
+			m = abi.AIResponse{ErrKind: abi.FetchErrDenied, ErrMsg: "no model binding"}
+		} else if got, err := e.Model.Run(a.AI); err != nil {
+			m = abi.AIResponse{ErrKind: abi.FetchErrConnect, ErrMsg: err.Error()}
+		} else {
+			m = got
+		}
+		res.AI = &m
+	}
+	return res
+}

@@ -93,21 +93,26 @@ func forwardableModel(m string) bool {
 	return true
 }
 
-func (e *edge) Decide(env *platform.Env, c *Call) Outcome {
-	if env.Model == nil {
-		return platformFailure(503, CodeNotConfigured, "no model binding is configured", nil)
+func (e *edge) Prepare(c *Call) (abi.Await, *Outcome) {
+	if !e.d.parse(c.Body, c.Request) {
+		o := platformFailure(500, policy.CodeInternal, "the request could not be converted", nil)
+		return abi.Await{}, &o
 	}
+	return abi.Await{AI: &abi.AIRequest{Model: EdgeModelFor(c.Model), Input: e.input()}}, nil
+}
+
+func (e *edge) Answer(c *Call, r *abi.Resume) Outcome {
+	// Parsed again: this may be another instance than Prepare's.
 	if !e.d.parse(c.Body, c.Request) {
 		return platformFailure(500, policy.CodeInternal, "the request could not be converted", nil)
 	}
-	model := EdgeModelFor(c.Model)
-	res, err := env.Model.Run(&abi.AIRequest{Model: model, Input: e.input()})
-	if err != nil {
+	if r.AI == nil {
 		return platformFailure(502, CodeUpstreamUnavailable, "the model binding's answer could not be decoded", nil)
 	}
+	res := r.AI
 	switch res.ErrKind {
 	case "":
-		return e.answer(c, model, &res)
+		return e.answer(c, EdgeModelFor(c.Model), res)
 	case abi.FetchErrDenied: // both hosts: no binding on this deployment
 		return platformFailure(503, CodeNotConfigured, "no model binding is configured", nil)
 	}

@@ -34,7 +34,7 @@ func runEdge(t *testing.T, body string, reply func(*abi.AIRequest) (abi.AIRespon
 	if verr := a.Check(c); verr != nil {
 		t.Fatalf("Check: %v", verr)
 	}
-	return a.Decide(&platform.Env{Model: m}, c), m
+	return Decide(&platform.Env{Model: m}, a, c), m
 }
 
 func TestEdgeAliasesMapToTheDefaultModel(t *testing.T) {
@@ -65,7 +65,7 @@ func TestEdgeDeploymentDefaultAliasMapsToo(t *testing.T) {
 	a := adapterFor(t, "edge", platform.MapConfig{"SERVICE_DEFAULT_MODEL": "model-latest"})
 	c := newCall(t, "edge", `{"state":null,"questions":{"q":{"type":"noul"}}}`)
 	c.Model = "model-latest"
-	a.Decide(&platform.Env{Model: m}, c)
+	Decide(&platform.Env{Model: m}, a, c)
 	if m.calls[0].Model != "vendor/model" {
 		t.Errorf("binding called with %q", m.calls[0].Model)
 	}

@@ -60,15 +60,25 @@ func (r *router) Mode() string { return settings.ResponseMode(settings.KindRoute
 // for them (spec §2.1).
 func (r *router) Check(c *Call) *validate.Error { return checkNoExtensions(c, "router") }
 
-func (r *router) Decide(env *platform.Env, c *Call) Outcome {
+func (r *router) Prepare(c *Call) (abi.Await, *Outcome) {
+	if !r.d.parse(c.Body, c.Request) {
+		o := platformFailure(500, policy.CodeInternal, "the request could not be converted", nil)
+		return abi.Await{}, &o
+	}
+	return abi.Await{Fetch: jsonPost(r.base+"/chat/completions", r.request(c.Model), r.timeoutMS)}, nil
+}
+
+func (r *router) Answer(c *Call, res *abi.Resume) Outcome {
+	// The answer is read against the questions: parse them again, as this
+	// may be another instance than the one that prepared the call.
 	if !r.d.parse(c.Body, c.Request) {
 		return platformFailure(500, policy.CodeInternal, "the request could not be converted", nil)
 	}
-	res, failed := postJSON(env, r.base+"/chat/completions", r.request(c.Model), r.timeoutMS)
+	f, failed := fetched(res)
 	if failed != nil {
 		return *failed
 	}
-	return r.answer(c, &res)
+	return r.answer(c, f)
 }
 
 // request writes the Chat Completions request: a system message, the state

@@ -72,7 +72,7 @@ func runRouter(t *testing.T, body string, reply func(*abi.FetchRequest) (abi.Fet
 	if verr := a.Check(c); verr != nil {
 		t.Fatalf("Check: %v", verr)
 	}
-	return a.Decide(&platform.Env{Transport: tr}, c), tr
+	return Decide(&platform.Env{Transport: tr}, a, c), tr
 }
 
 // threeAnswers is a reply to threeQuestions whose committed values are

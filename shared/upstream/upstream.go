@@ -52,9 +52,15 @@ type Adapter interface {
 	// Check applies the kind's own request rules before anything is charged
 	// (the edge and router kinds reject top-level extension fields).
 	Check(c *Call) *validate.Error
-	// Decide makes the call. It never panics on provider misbehaviour:
-	// every failure becomes an Outcome with OK false.
-	Decide(env *platform.Env, c *Call) Outcome
+	// Prepare returns the one outbound call that makes the decision, or the
+	// Outcome to return when the request cannot be converted. The host
+	// makes the call while no instance waits on it (schema/abi.md,
+	// "Awaiting").
+	Prepare(c *Call) (abi.Await, *Outcome)
+	// Answer classifies the call's result. It may run on another instance
+	// than Prepare did, so it relies on c and r alone. It never panics on
+	// provider misbehaviour: every failure becomes an Outcome with OK false.
+	Answer(c *Call, r *abi.Resume) Outcome
 	// Models answers GET /v1/models (spec §4.2).
 	Models(env *platform.Env) abi.Response
 }
@@ -73,6 +79,18 @@ func For(s *settings.Settings) Adapter {
 		return f(s)
 	}
 	return nil
+}
+
+// Decide makes a decision in one go: Prepare, the call, Answer. For native
+// callers (tests, the emulator's checks); a module hands the call to its
+// host instead.
+func Decide(env *platform.Env, a Adapter, c *Call) Outcome {
+	aw, failed := a.Prepare(c)
+	if failed != nil {
+		return *failed
+	}
+	res := env.Do(&aw)
+	return a.Answer(c, &res)
 }
 
 // platformFailure builds an Outcome for a failure the platform reports in
@@ -96,11 +114,10 @@ func fetchFailure(r *abi.FetchResponse) Outcome {
 	return platformFailure(502, CodeUpstreamUnavailable, "the upstream could not be reached", nil)
 }
 
-// postJSON sends a JSON body to the upstream with the operator's
-// credential. A transport failure comes back as the Outcome to return; an
-// HTTP answer of any status is the caller's to classify.
-func postJSON(env *platform.Env, url string, body []byte, timeoutMS uint32) (abi.FetchResponse, *Outcome) {
-	res, err := env.Transport.Fetch(&abi.FetchRequest{
+// jsonPost is a POST of a JSON body to the upstream with the operator's
+// credential.
+func jsonPost(url string, body []byte, timeoutMS uint32) *abi.FetchRequest {
+	return &abi.FetchRequest{
 		Method: "POST",
 		URL:    url,
 		Headers: abi.Headers{
@@ -111,16 +128,33 @@ func postJSON(env *platform.Env, url string, body []byte, timeoutMS uint32) (abi
 		TimeoutMS:  timeoutMS,
 		MaxBytes:   MaxAnswerBytes,
 		Credential: abi.CredentialUpstream,
-	})
-	if err != nil {
+	}
+}
+
+// fetched is the HTTP answer of an awaited fetch, or the Outcome to return
+// when there is none (a transport failure). An HTTP answer of any status is
+// the caller's to classify.
+func fetched(r *abi.Resume) (*abi.FetchResponse, *Outcome) {
+	if r.Fetch == nil {
 		o := platformFailure(502, CodeUpstreamUnavailable, "the upstream's answer could not be decoded", nil)
-		return res, &o
+		return nil, &o
 	}
-	if res.ErrKind != "" {
-		o := fetchFailure(&res)
-		return res, &o
+	if r.Fetch.ErrKind != "" {
+		o := fetchFailure(r.Fetch)
+		return nil, &o
 	}
-	return res, nil
+	return r.Fetch, nil
+}
+
+// postJSON sends a JSON body to the upstream and waits for the answer, for
+// the calls a function still makes in line (model listings).
+func postJSON(env *platform.Env, url string, body []byte, timeoutMS uint32) (abi.FetchResponse, *Outcome) {
+	res := env.Do(&abi.Await{Fetch: jsonPost(url, body, timeoutMS)})
+	f, failed := fetched(&res)
+	if failed != nil {
+		return abi.FetchResponse{}, failed
+	}
+	return *f, nil
 }
 
 // Failure codes of upstream calls (schema/errors.md).

@@ -37,17 +37,21 @@ func (v *vendor) Mode() string { return "vendor-native" }
 // Check accepts extension fields: the vendor path preserves them.
 func (v *vendor) Check(*Call) *validate.Error { return nil }
 
-func (v *vendor) Decide(env *platform.Env, c *Call) Outcome {
+func (v *vendor) Prepare(c *Call) (abi.Await, *Outcome) {
 	body := c.Body
 	if !c.Request.HasModel {
 		v.buf = canon.InsertModel(v.buf[:0], c.Body, c.Request.InsertAt, c.Model)
 		body = v.buf
 	}
-	res, failed := postJSON(env, v.base+"/service", body, v.timeoutMS)
+	return abi.Await{Fetch: jsonPost(v.base+"/service", body, v.timeoutMS)}, nil
+}
+
+func (v *vendor) Answer(c *Call, r *abi.Resume) Outcome {
+	res, failed := fetched(r)
 	if failed != nil {
 		return *failed
 	}
-	return v.answer(c, &res)
+	return v.answer(c, res)
 }
 
 // answer classifies an HTTP answer from the vendor.

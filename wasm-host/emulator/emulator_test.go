@@ -68,7 +68,7 @@ func decideThrough(t *testing.T, root, kind, body string) upstream.Outcome {
 		t.Fatal(verr)
 	}
 	eg := egress.New([]string{egress.Origin(root)}, map[string]egress.Credential{abi.CredentialUpstream: {Origin: egress.Origin(root)}})
-	return a.Decide(&platform.Env{Transport: bridge{eg}, Model: binding{eg, base}}, c)
+	return upstream.Decide(&platform.Env{Transport: bridge{eg}, Model: binding{eg, base}}, a, c)
 }
 
 func TestEveryProtocolAnswersValidDecisions(t *testing.T) {

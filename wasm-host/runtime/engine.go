@@ -138,6 +138,23 @@ func (e *Engine) Compile(ctx context.Context, name string, wasm []byte) (*Module
 	return m, nil
 }
 
+// await makes the outbound call of an Await for a request that holds no
+// instance, and returns its result for the guest's Resume.
+func (e *Engine) await(ctx context.Context, a *abi.Await) *abi.Resume {
+	res := &abi.Resume{State: a.State}
+	switch {
+	case a.Fetch != nil:
+		f := e.services.Fetch(ctx, a.Fetch)
+		res.Fetch = &f
+	case a.AI != nil:
+		m := e.services.AI(ctx, a.AI)
+		res.AI = &m
+	default:
+		res.Fetch = &abi.FetchResponse{ErrKind: abi.FetchErrDenied, ErrMsg: "an await names no call"}
+	}
+	return res
+}
+
 // Module is a compiled function module.
 type Module struct {
 	engine   *Engine

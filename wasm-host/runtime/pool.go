@@ -14,8 +14,10 @@ import (
 var ErrOverloaded = errors.New("runtime: no free instance before the deadline")
 
 // Function is a module with its pool of warm instances. Each instance serves
-// one request at a time, because a guest blocked in an import must never be
-// re-entered; the pool size bounds the function's concurrency.
+// one call at a time, because a guest blocked in an import must never be
+// re-entered. The pool size bounds how many calls run at once, not how many
+// requests are in flight: a request waiting on its upstream holds no
+// instance (Handle).
 type Function struct {
 	module *Module
 	size   int
@@ -27,6 +29,7 @@ type Function struct {
 	recycled  atomic.Int64
 	inUse     atomic.Int64
 	peakInUse atomic.Int64
+	awaiting  atomic.Int64 // requests whose outbound call is in flight
 	mu        sync.Mutex
 	closed    bool
 }
@@ -57,6 +60,9 @@ func (f *Function) Name() string { return f.module.name }
 type Stats struct {
 	Size, Idle                                     int
 	Created, Discarded, Recycled, InUse, PeakInUse int64
+	// Awaiting counts requests whose upstream call is in flight: they hold
+	// no instance.
+	Awaiting int64
 }
 
 // Stats reports the pool's counters.
@@ -64,7 +70,7 @@ func (f *Function) Stats() Stats {
 	return Stats{
 		Size: f.size, Idle: len(f.idle),
 		Created: f.created.Load(), Discarded: f.discarded.Load(), Recycled: f.recycled.Load(),
-		InUse: f.inUse.Load(), PeakInUse: f.peakInUse.Load(),
+		InUse: f.inUse.Load(), PeakInUse: f.peakInUse.Load(), Awaiting: f.awaiting.Load(),
 	}
 }
 
@@ -134,9 +140,35 @@ func (f *Function) discard(inst *instance) {
 	<-f.slots
 }
 
+// maxAwaits bounds the outbound calls one request may hand to the host, so
+// a guest that keeps asking cannot hold a request forever.
+const maxAwaits = 8
+
 // Handle runs req on a pooled instance. A guest failure returns an error and
 // the instance is discarded, never reused.
+//
+// A guest that answers with an Await is not waiting for anything: its
+// instance goes back to the pool at once, the host makes the outbound call,
+// and the request continues on whichever instance is free next, with the
+// call's result in req.Resume (schema/abi.md, "Awaiting"). So a slow
+// upstream holds a goroutine and its buffers, never an instance.
 func (f *Function) Handle(ctx context.Context, req *abi.Request) (abi.Response, error) {
+	for awaits := 0; ; awaits++ {
+		resp, err := f.run(ctx, req)
+		if err != nil || resp.Await == nil {
+			return resp, err
+		}
+		if awaits == maxAwaits {
+			return abi.Response{}, fmt.Errorf("runtime: %s asked for more than %d outbound calls", f.module.name, maxAwaits)
+		}
+		f.awaiting.Add(1)
+		req.Resume = f.module.engine.await(ctx, resp.Await)
+		f.awaiting.Add(-1)
+	}
+}
+
+// run makes one call into a pooled instance.
+func (f *Function) run(ctx context.Context, req *abi.Request) (abi.Response, error) {
 	inst, err := f.acquire(ctx)
 	if err != nil {
 		return abi.Response{}, err

@@ -112,7 +112,11 @@ func (s *Server) serve(r *http.Request, rid string) (abi.Response, string) {
 	if r.Host != "" {
 		req.Headers = append(req.Headers, abi.Header{Name: "host", Value: r.Host})
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.Timeout)
+	// The request's deadline, not its connection, bounds the function: a
+	// client that hangs up mid-decision must not stop it between reserving
+	// and settling. The decision finishes, settles and is retained, so
+	// resending the same Idempotency-Key replays it (spec §3.1, §7 rule 3).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.Timeout)
 	defer cancel()
 	resp, err := fn.Handle(ctx, &req)
 	if err != nil {

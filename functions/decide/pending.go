@@ -1,0 +1,71 @@
+package decide
+
+import (
+	"encoding/binary"
+
+	"decisiongateway/shared/ledgerq"
+)
+
+// pending is what a decision's reservation decided, saved while the host
+// makes the upstream call (abi.Await.State) and read back by Resume, which
+// may run on another instance. The request itself comes back whole, so only
+// what the ledger answered travels here.
+type pending struct {
+	AccountID string
+	Source    string
+	Cost      int64
+	Rate      ledgerq.Rate
+}
+
+// pendingVersion is the first byte of a saved state: a host upgraded while a
+// call was in flight hands the state to a module that may not read it.
+const pendingVersion = 1
+
+func (p *pending) append(b []byte) []byte {
+	b = append(b, pendingVersion)
+	b = appendString(b, p.AccountID)
+	b = appendString(b, p.Source)
+	for _, v := range [...]int64{p.Cost, p.Rate.Limit, p.Rate.Count, p.Rate.Window.Start, p.Rate.Window.End} {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+	return append(b, s...)
+}
+
+// decode reads a state written by append; false when it is not one.
+func (p *pending) decode(b []byte) bool {
+	if len(b) < 1 || b[0] != pendingVersion {
+		return false
+	}
+	b = b[1:]
+	var ok bool
+	if p.AccountID, b, ok = readString(b); !ok {
+		return false
+	}
+	if p.Source, b, ok = readString(b); !ok {
+		return false
+	}
+	if len(b) != 5*8 {
+		return false
+	}
+	v := func(i int) int64 { return int64(binary.LittleEndian.Uint64(b[8*i:])) }
+	p.Cost, p.Rate.Limit, p.Rate.Count = v(0), v(1), v(2)
+	p.Rate.Window.Start, p.Rate.Window.End = v(3), v(4)
+	return true
+}
+
+func readString(b []byte) (string, []byte, bool) {
+	if len(b) < 4 {
+		return "", nil, false
+	}
+	n := binary.LittleEndian.Uint32(b)
+	b = b[4:]
+	if uint64(n) > uint64(len(b)) {
+		return "", nil, false
+	}
+	return string(b[:n]), b[n:], true
+}
