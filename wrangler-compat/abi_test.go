@@ -32,6 +32,14 @@ func abiCases() []abiCase {
 		})},
 		{"empty request", "Request", abi.AppendRequest(nil, &abi.Request{})},
 		{"response", "Response", abi.AppendResponse(nil, &abi.Response{Status: 429, Headers: hdrs, Body: []byte("x")})},
+		{"await fetch", "Response", abi.AppendResponse(nil, &abi.Response{Await: &abi.Await{State: []byte{1, 0, 255}, Fetch: &abi.FetchRequest{
+			Method: "POST", URL: "https://upstream.test/v1/service", Headers: hdrs, Body: []byte("{}"), TimeoutMS: 9, MaxBytes: 10, Credential: abi.CredentialUpstream,
+		}}})},
+		{"await ai", "Response", abi.AppendResponse(nil, &abi.Response{Await: &abi.Await{State: []byte("s"), AI: &abi.AIRequest{Model: "@cf/x", Input: []byte(`{}`)}}})},
+		{"resumed fetch", "Request", abi.AppendRequest(nil, &abi.Request{Method: "POST", Path: "/v1/service", Body: []byte("{}"),
+			Resume: &abi.Resume{State: []byte{7}, Fetch: &abi.FetchResponse{Status: 200, Headers: hdrs, Body: []byte("ok")}}})},
+		{"resumed ai error", "Request", abi.AppendRequest(nil, &abi.Request{Method: "POST",
+			Resume: &abi.Resume{State: nil, AI: &abi.AIResponse{ErrKind: abi.FetchErrTimeout, ErrMsg: "slow"}}})},
 		{"fetch request", "FetchRequest", abi.AppendFetchRequest(nil, &abi.FetchRequest{
 			Method: "POST", URL: "https://upstream.test/v1/service", Headers: hdrs, Body: []byte("{}"),
 			TimeoutMS: 4000, MaxBytes: 1 << 20, Credential: abi.CredentialUpstream,

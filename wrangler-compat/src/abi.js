@@ -6,7 +6,10 @@
 // many bytes; `headers` is a u32 count of (name, value) strings. u64 fields
 // are BigInt here so 64-bit rowids and counters survive unchanged.
 
-export const ABI_VERSION = 1;
+export const ABI_VERSION = 2;
+
+/** Kinds of outbound call an Await asks for (and a Resume answers). */
+export const Call = Object.freeze({ None: 0, Fetch: 1, AI: 2 });
 
 /** Kinds of a SQL `value` on the wire. */
 export const Kind = Object.freeze({ Null: 0, Integer: 1, Real: 2, Text: 3, Blob: 4 });
@@ -223,7 +226,7 @@ function decodeWith(bytes, read) {
 // may repeat, which a Headers object or a plain map would lose.
 
 export function encodeRequest(q) {
-  const w = new Writer(256 + (q.body?.length ?? 0));
+  const w = new Writer(256 + (q.body?.length ?? 0) + (q.resume?.state?.length ?? 0));
   w.str(q.method);
   w.str(q.path);
   w.str(q.query);
@@ -231,6 +234,7 @@ export function encodeRequest(q) {
   w.str(q.requestId);
   w.headers(q.headers);
   w.bytes(q.body);
+  writeResume(w, q.resume);
   return w.finish();
 }
 
@@ -243,23 +247,75 @@ export function decodeRequest(bytes) {
     requestId: r.str(),
     headers: r.headers(),
     body: r.bytes(),
+    resume: readResume(r),
   }));
 }
+
+// A Response may instead be an Await: the function asks the host to make
+// one outbound call and to call it again with the result in the Request's
+// Resume (schema/abi.md, "Awaiting"). Both travel as a u8 call kind, then
+// the function's state and the call's request or result fields.
 
 export function encodeResponse(p) {
   const w = new Writer(64 + (p.body?.length ?? 0));
   w.u32(p.status);
   w.headers(p.headers);
   w.bytes(p.body);
+  writeAwait(w, p.await);
   return w.finish();
 }
 
 export function decodeResponse(bytes) {
-  return decodeWith(bytes, (r) => ({ status: r.u32(), headers: r.headers(), body: r.bytes() }));
+  return decodeWith(bytes, (r) => ({ status: r.u32(), headers: r.headers(), body: r.bytes(), await: readAwait(r) }));
 }
 
-export function encodeFetchRequest(f) {
-  const w = new Writer(128 + (f.body?.length ?? 0));
+function writeAwait(w, a) {
+  if (a?.fetch) {
+    w.u8(Call.Fetch);
+    w.bytes(a.state);
+    writeFetchRequest(w, a.fetch);
+  } else if (a?.ai) {
+    w.u8(Call.AI);
+    w.bytes(a.state);
+    writeAIRequest(w, a.ai);
+  } else {
+    w.u8(Call.None);
+  }
+}
+
+function readAwait(r) {
+  const kind = r.u8();
+  if (kind === Call.None) return null;
+  const state = r.bytes();
+  if (kind === Call.Fetch) return { state, fetch: readFetchRequest(r) };
+  if (kind === Call.AI) return { state, ai: readAIRequest(r) };
+  throw new WireError(`unknown call kind ${kind}`);
+}
+
+function writeResume(w, s) {
+  if (s?.fetch) {
+    w.u8(Call.Fetch);
+    w.bytes(s.state);
+    writeFetchResponse(w, s.fetch);
+  } else if (s?.ai) {
+    w.u8(Call.AI);
+    w.bytes(s.state);
+    writeAIResponse(w, s.ai);
+  } else {
+    w.u8(Call.None);
+  }
+}
+
+function readResume(r) {
+  const kind = r.u8();
+  if (kind === Call.None) return null;
+  const state = r.bytes();
+  if (kind === Call.Fetch) return { state, fetch: readFetchResponse(r) };
+  if (kind === Call.AI) return { state, ai: readAIResponse(r) };
+  throw new WireError(`unknown call kind ${kind}`);
+}
+
+function writeFetchRequest(w, f) {
   w.str(f.method);
   w.str(f.url);
   w.headers(f.headers);
@@ -267,11 +323,10 @@ export function encodeFetchRequest(f) {
   w.u32(f.timeoutMs ?? 0);
   w.u32(f.maxBytes ?? 0);
   w.str(f.credential);
-  return w.finish();
 }
 
-export function decodeFetchRequest(bytes) {
-  return decodeWith(bytes, (r) => ({
+function readFetchRequest(r) {
+  return {
     method: r.str(),
     url: r.str(),
     headers: r.headers(),
@@ -279,56 +334,90 @@ export function decodeFetchRequest(bytes) {
     timeoutMs: r.u32(),
     maxBytes: r.u32(),
     credential: r.str(),
-  }));
+  };
 }
 
-export function encodeFetchResponse(f) {
-  const w = new Writer(64 + (f.body?.length ?? 0));
+export function encodeFetchRequest(f) {
+  const w = new Writer(128 + (f.body?.length ?? 0));
+  writeFetchRequest(w, f);
+  return w.finish();
+}
+
+export function decodeFetchRequest(bytes) {
+  return decodeWith(bytes, readFetchRequest);
+}
+
+function writeFetchResponse(w, f) {
   w.u32(f.status ?? 0);
   w.headers(f.headers);
   w.bytes(f.body);
   w.str(f.errKind);
   w.str(f.errMsg);
-  return w.finish();
 }
 
-export function decodeFetchResponse(bytes) {
-  return decodeWith(bytes, (r) => ({
+function readFetchResponse(r) {
+  return {
     status: r.u32(),
     headers: r.headers(),
     body: r.bytes(),
     errKind: r.str(),
     errMsg: r.str(),
-  }));
+  };
+}
+
+export function encodeFetchResponse(f) {
+  const w = new Writer(64 + (f.body?.length ?? 0));
+  writeFetchResponse(w, f);
+  return w.finish();
+}
+
+export function decodeFetchResponse(bytes) {
+  return decodeWith(bytes, readFetchResponse);
+}
+
+function writeAIRequest(w, a) {
+  w.str(a.model);
+  w.bytes(a.input);
+}
+
+function readAIRequest(r) {
+  return { model: r.str(), input: r.bytes() };
 }
 
 export function encodeAIRequest(a) {
   const w = new Writer(64 + (a.input?.length ?? 0));
-  w.str(a.model);
-  w.bytes(a.input);
+  writeAIRequest(w, a);
   return w.finish();
 }
 
 export function decodeAIRequest(bytes) {
-  return decodeWith(bytes, (r) => ({ model: r.str(), input: r.bytes() }));
+  return decodeWith(bytes, readAIRequest);
 }
 
-export function encodeAIResponse(a) {
-  const w = new Writer(64 + (a.output?.length ?? 0));
+function writeAIResponse(w, a) {
   w.u32(a.status ?? 0);
   w.bytes(a.output);
   w.str(a.errKind);
   w.str(a.errMsg);
-  return w.finish();
 }
 
-export function decodeAIResponse(bytes) {
-  return decodeWith(bytes, (r) => ({
+function readAIResponse(r) {
+  return {
     status: r.u32(),
     output: r.bytes(),
     errKind: r.str(),
     errMsg: r.str(),
-  }));
+  };
+}
+
+export function encodeAIResponse(a) {
+  const w = new Writer(64 + (a.output?.length ?? 0));
+  writeAIResponse(w, a);
+  return w.finish();
+}
+
+export function decodeAIResponse(bytes) {
+  return decodeWith(bytes, readAIResponse);
 }
 
 export function encodeLogRecord(l) {

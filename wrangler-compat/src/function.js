@@ -13,7 +13,7 @@
 
 import { match } from "./router.js";
 import { Pool, Overloaded, DeadlineExceeded } from "./pool.js";
-import { VersionError } from "./host.js";
+import { VersionError, awaitCall } from "./host.js";
 import { parseDuration } from "./duration.js";
 import { readStream, TooLarge } from "./fetch.js";
 import { INTERNAL_HEADERS, log, platformError, requestIdOf, respond } from "./respond.js";
@@ -77,10 +77,22 @@ export function functionWorker({ name, module, version, routes, exposed }) {
       body,
     };
     pool ??= new Pool(name, module);
+    const timeoutMs = requestTimeout(env);
+    const deadline = Date.now() + timeoutMs;
     try {
-      const answer = await pool.run((inst) => inst.handle(message, { env, requestId, settings }), requestTimeout(env));
-      answer.headers.push(["x-function-version", version]);
-      return answer;
+      // An Await hands the upstream call to us: the instance goes back to
+      // the pool while the call runs, and the function continues on any
+      // free instance with the result (schema/abi.md, "Awaiting").
+      let call = message;
+      for (let awaits = 0; ; awaits++) {
+        const answer = await pool.run((inst) => inst.handle(call, { env, requestId, settings }), Math.max(1, deadline - Date.now()));
+        if (!answer.await) {
+          answer.headers.push(["x-function-version", version]);
+          return answer;
+        }
+        if (awaits === MAX_AWAITS) throw new Error(`${name} asked for more than ${MAX_AWAITS} outbound calls`);
+        call = { ...message, resume: await beforeDeadline(awaitCall(answer.await, env), deadline, name, timeoutMs) };
+      }
     } catch (e) {
       log("error", "function failed", { request_id: requestId, function: name, version, error: String(e?.stack ?? e) });
       const failed = failure(e, name);
@@ -90,21 +102,38 @@ export function functionWorker({ name, module, version, routes, exposed }) {
   }
 
   return {
-    async fetch(request, env) {
+    async fetch(request, env, ctx) {
       // No access log line here: the platform logs every request already
       // (wrangler prints one per request, Workers Logs keep them), and a
       // console line costs about 10 ms per request under wrangler dev.
       const requestId = requestIdOf(request);
-      let answer;
-      try {
-        answer = await serve(request, env, requestId);
-      } catch (e) {
+      const work = serve(request, env, requestId).catch((e) => {
         log("error", "host failed", { request_id: requestId, error: String(e?.stack ?? e) });
-        answer = platformError(500, "internal_error", "the function failed; the request id identifies it in the logs");
-      }
-      return respond(request, requestId, answer);
+        return platformError(500, "internal_error", "the function failed; the request id identifies it in the logs");
+      });
+      // A client that hangs up must not stop a decision between reserving
+      // and settling: waitUntil keeps it running to the end, so resending
+      // the same Idempotency-Key replays it.
+      ctx?.waitUntil?.(work);
+      return respond(request, requestId, await work);
     },
   };
+}
+
+/** Outbound calls one request may hand over, as in the wazero host. */
+const MAX_AWAITS = 8;
+
+/** beforeDeadline settles like p, or throws DeadlineExceeded at the deadline. */
+async function beforeDeadline(p, deadline, name, timeoutMs) {
+  let timer;
+  const expiry = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlineExceeded(name, timeoutMs)), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    return await Promise.race([p, expiry]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** failure maps a failed call to the wazero host's platform error. */

@@ -2,7 +2,9 @@
 // module's gateway_handle.
 //
 // The guest sees every import as a blocking call; here they are Promises
-// (fetch, the ledger, the AI binding). JSPI bridges the two: each answering
+// (fetch, the ledger, the AI binding). A decision's upstream call does not
+// go through an import: the function answers with an Await, its instance
+// goes back to the pool, and awaitCall below makes the call (function.js). JSPI bridges the two: each answering
 // import is wrapped in WebAssembly.Suspending, which suspends the wasm stack
 // until its Promise settles, and gateway_handle is wrapped in
 // WebAssembly.promising, which turns the whole call into a Promise. A
@@ -72,6 +74,11 @@ export class Instance {
 
   #bytes() {
     return new Uint8Array(this.exports.memory.buffer);
+  }
+
+  /** memoryBytes is the size of the instance's linear memory. */
+  memoryBytes() {
+    return this.exports.memory.buffer.byteLength;
   }
 
   /** read copies [ptr, ptr+n) out of guest memory. */
@@ -207,6 +214,17 @@ function ledgerFor(url, token) {
     cachedLedger = { url, token, ledger };
   }
   return cachedLedger.ledger;
+}
+
+/**
+ * awaitCall makes the outbound call a function handed over with an Await
+ * (schema/abi.md, "Awaiting") while no instance waits on it, and returns the
+ * Resume to call the function again with.
+ */
+export async function awaitCall(a, env) {
+  if (a.fetch) return { state: a.state, fetch: await hostFetch(a.fetch, env) };
+  if (a.ai) return { state: a.state, ai: await runModel(a.ai, env) };
+  return { state: a.state, fetch: { status: 0, headers: [], body: null, errKind: "denied", errMsg: "an await names no call" } };
 }
 
 /**

@@ -8,14 +8,25 @@
 // never happen. An instance whose call threw (a trap, a panic, a bad message)
 // may have broken memory and is dropped, never reused.
 //
-// As in the wazero host, the number of instances bounds a function's
-// concurrency: a request that finds them all busy waits for one until its
+// As in the wazero host, the number of instances bounds how many calls run
+// at once, not how many requests are in flight: a decision waiting on its
+// upstream has handed the call to the host (an Await) and holds no instance,
+// so an instance is busy only while the function computes or waits on the
+// ledger. A request that finds them all busy waits for one until its
 // deadline, then gets 503 overloaded.
+//
+// Memory: modules use TinyGo's leaking allocator, so an instance is an arena.
+// One whose memory passes RECYCLE_BYTES is dropped after its call and a fresh
+// one made when needed, which bounds a function's memory in an isolate to
+// about MAX_INSTANCES × RECYCLE_BYTES (32 MiB), well inside 128 MB.
 
 import { Instance } from "./host.js";
 
 /** Live instances of one module in one isolate. Each costs its linear memory. */
-export const MAX_INSTANCES = 16;
+export const MAX_INSTANCES = 8;
+
+/** An instance whose linear memory has grown past this is not reused. */
+export const RECYCLE_BYTES = 4 << 20;
 
 /** No instance became free before the request's deadline. */
 export class Overloaded extends Error {
@@ -126,7 +137,7 @@ export class Pool {
 
   #release(inst, state) {
     if (state === "expired") return; // already written off
-    if (state === "ok") {
+    if (state === "ok" && inst.memoryBytes() <= RECYCLE_BYTES) {
       this.idle.push(inst);
       this.#wake();
       return;
