@@ -29,7 +29,7 @@ type App struct {
 	Config    *hostconfig.Config
 	Ledger    *ledger.Executor
 	Engine    *runtime.Engine
-	Functions map[string]*runtime.Function
+	Functions map[string]*Function
 	Server    *server.Server
 	Log       *slog.Logger
 	Egress    *egress.Client
@@ -43,9 +43,10 @@ type App struct {
 // a release change reaches every host within about this long.
 const releasePoll = 2 * time.Second
 
-// New opens the ledger, applies migrations, compiles every routed module
-// found in cfg.FunctionsDir and warms one instance of each. A routed module
-// that is missing is logged and its routes answer 503.
+// New opens the ledger, applies migrations and starts compiling every routed
+// module found in cfg.FunctionsDir, warming one instance of each. A routed
+// module that is missing or does not load is logged and its routes answer
+// 503.
 func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, error) {
 	led, err := ledger.Open(ctx, cfg.LedgerURL, cfg.LedgerToken)
 	if err != nil {
@@ -55,7 +56,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		led.Close()
 		return nil, fmt.Errorf("ledger migrations: %w", err)
 	}
-	a := &App{Config: cfg, Ledger: led, Log: log, Functions: map[string]*runtime.Function{}}
+	a := &App{Config: cfg, Ledger: led, Log: log, Functions: map[string]*Function{}}
 	a.Egress = egress.New(allowedOrigins(cfg), map[string]egress.Credential{
 		abi.CredentialUpstream: {Token: cfg.UpstreamAPIKey, Origin: egress.Origin(cfg.UpstreamURL)},
 		"mail":                 {Token: cfg.MailAPIKey, Origin: egress.Origin(cfg.MailURL)}, // schema/mail.md
@@ -79,19 +80,14 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 			log.Warn("function module missing; its routes answer 503", "function", name, "path", path)
 			continue
 		}
-		m, err := eng.Compile(ctx, name, wasm)
-		if err != nil {
-			a.Close(ctx)
-			return nil, err
-		}
-		f, err := runtime.NewFunction(ctx, m, cfg.PoolSize, 1)
-		if err != nil {
-			a.Close(ctx)
-			return nil, err
-		}
+		f := a.loader(name, wasm)
 		a.Functions[name] = f
 		handlers[name] = a.Releases.Add(name, wasm, f)
 	}
+	// Modules compile in the background, two at a time per core, while the
+	// host already listens: a request for a function not yet loaded waits
+	// for that one alone (startup.go).
+	a.warm()
 	// A release that cannot be applied (its module fails to load) leaves
 	// that function on its built module rather than stopping the host.
 	if err := a.Releases.Sync(ctx); err != nil {

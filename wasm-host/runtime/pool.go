@@ -10,6 +10,9 @@ import (
 	"decisiongateway/shared/abi"
 )
 
+// ErrUnavailable means the function's module could not be loaded.
+var ErrUnavailable = errors.New("runtime: function module could not be loaded")
+
 // ErrOverloaded means no instance became free before the request's deadline.
 var ErrOverloaded = errors.New("runtime: no free instance before the deadline")
 

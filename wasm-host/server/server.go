@@ -134,6 +134,8 @@ func (s *Server) failure(ctx context.Context, rid, fn string, err error) abi.Res
 		resp := policy.Error(503, policy.CodeOverloaded, "every instance of this function is busy; retry shortly")
 		resp.Headers.Set(policy.HRetryAfter, "1")
 		return resp
+	case errors.Is(err, runtime.ErrUnavailable):
+		return policy.Error(503, policy.CodeUnavailable, "the "+fn+" function is not deployed on this host")
 	case errors.Is(err, context.DeadlineExceeded):
 		return policy.Error(504, policy.CodeTimeout, "the function did not finish before its deadline")
 	}

@@ -1,0 +1,90 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"decisiongateway/shared/abi"
+	wrt "decisiongateway/wasm-host/runtime"
+)
+
+// Function is a routed module that loads in the background. The host starts
+// listening before its modules are compiled: compiling from wazero's cache
+// still decodes and validates every function body (about 4 ms for the
+// decide module), so compiling all of them first would put 30 ms between
+// exec and the first answer. Instead each module loads on its own, and a
+// request for one that is not ready yet waits for that one alone.
+type Function struct {
+	name string
+	once sync.Once
+	load func() (*wrt.Function, error)
+	fn   *wrt.Function
+	err  error
+	// loaded is fn once loaded, read without waiting on once.
+	loaded atomic.Pointer[wrt.Function]
+}
+
+func (a *App) loader(name string, wasm []byte) *Function {
+	return &Function{name: name, load: func() (*wrt.Function, error) {
+		ctx := context.Background()
+		m, err := a.Engine.Compile(ctx, name, wasm)
+		if err != nil {
+			a.Log.Error("function module does not load; its routes answer 503", "function", name, "error", err.Error())
+			return nil, err
+		}
+		return wrt.NewFunction(ctx, m, a.Config.PoolSize, 1)
+	}}
+}
+
+// Ready loads the module if no one has yet, and returns its pool.
+func (f *Function) Ready() (*wrt.Function, error) {
+	f.once.Do(func() {
+		f.fn, f.err = f.load()
+		f.loaded.Store(f.fn)
+	})
+	return f.fn, f.err
+}
+
+// Handle serves req once the module is loaded. Loading is the host's cost,
+// not the function's: the request's deadline is moved by the time spent
+// waiting for it.
+func (f *Function) Handle(ctx context.Context, req *abi.Request) (abi.Response, error) {
+	fn := f.loaded.Load()
+	if fn == nil {
+		start := time.Now()
+		var err error
+		if fn, err = f.Ready(); err != nil {
+			return abi.Response{}, errors.Join(wrt.ErrUnavailable, err)
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl.Add(time.Since(start)))
+			defer cancel()
+		}
+	}
+	return fn.Handle(ctx, req)
+}
+
+// Close closes the pool if the module was loaded.
+func (f *Function) Close() {
+	f.once.Do(func() { f.err = wrt.ErrUnavailable })
+	if f.fn != nil {
+		f.fn.Close()
+	}
+}
+
+// warm loads every module in the background, GOMAXPROCS at a time.
+func (a *App) warm() {
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for _, f := range a.Functions {
+		go func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			f.Ready()
+		}()
+	}
+}
