@@ -5,6 +5,7 @@
 package decide
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -99,7 +100,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 
 	// Call the upstream: the host makes the call while no instance waits
 	// on it, then hands the answer to Resume.
-	p := pending{AccountID: c.AccountID, Source: c.Source, Cost: cost, Rate: r.Rate}
+	p := pending{AccountID: c.AccountID, Source: c.Source, Cost: cost, Rate: r.Rate, Reserved: now.UnixMilli()}
 	aw, failed := d.adapter.Prepare(&d.call)
 	if failed != nil {
 		return settleAndAnswer(env, req, d, &p, failed)
@@ -189,9 +190,11 @@ func settleAndAnswer(env *platform.Env, req *abi.Request, d *decision, p *pendin
 		resp.Headers.Set(policy.HResponseMode, mode)
 	}
 	rateHeaders(&resp, &p.Rate)
-	if credits, ok := settle(env, &st); ok {
-		resp.Headers.Set(policy.HServiceCredits, credits)
+	credits, ok := settle(env, &st, p.settleBy(d.settings.RequestTimeout))
+	if !ok {
+		return unsettled(p)
 	}
+	resp.Headers.Set(policy.HServiceCredits, credits)
 	return resp
 }
 
@@ -251,13 +254,13 @@ func replay(k *ledgerq.Retained) abi.Response {
 	return resp
 }
 
-// settle records the outcome, retrying a failed batch. It returns the
-// X-Service-Credits value, or false when the outcome could not be recorded:
-// then the header is omitted (spec §4.8) and the attempt's lease is ended so
-// the account's next decision reconciles it.
-func settle(env *platform.Env, st *ledgerq.Settle) (string, bool) {
+// settle records the outcome. A ledger that is away for a moment (a
+// restart takes seconds) is retried with jittered backoff until until, which
+// leaves the request time to answer before its deadline. It returns the
+// X-Service-Credits value, or false when the outcome could not be recorded.
+func settle(env *platform.Env, st *ledgerq.Settle, until time.Time) (string, bool) {
 	var err error
-	for attempt := 0; attempt < 3; attempt++ {
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		var mine bool
 		if mine, err = ledgerq.SettleDecision(env.Ledger, st); err == nil {
 			if st.OK && mine {
@@ -265,13 +268,30 @@ func settle(env *platform.Env, st *ledgerq.Settle) (string, bool) {
 			}
 			return "0", true // refunded, now or by an earlier reconciliation
 		}
-		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
+		pause := wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
+		if time.Now().Add(pause).After(until) {
+			break
+		}
+		time.Sleep(pause)
 	}
 	env.Error("settlement failed; the attempt will be reconciled", "error", err.Error())
 	if err := ledgerq.ExpireLease(env.Ledger, st.RequestID); err != nil {
 		env.Error("could not end the attempt's lease", "error", err.Error())
 	}
 	return "", false
+}
+
+// unsettled answers a decision whose outcome could not be recorded. Its
+// answer is not delivered: a success the ledger does not hold would later
+// be reconciled as failed and refunded, and a resend of its key would then
+// contradict it (409 idempotency_failed after a 200). So the caller learns
+// that the charge is being reconciled, with no X-Service-Credits (spec §4.8,
+// §7 rule 3), and a resend of the key tells the final state.
+func unsettled(p *pending) abi.Response {
+	resp := policy.Error(503, CodeReconciliation, "the outcome could not be recorded and is being reconciled; resend the same request with the same Idempotency-Key to learn its final state")
+	resp.Headers.Set(policy.HRetryAfter, "2")
+	rateHeaders(&resp, &p.Rate)
+	return resp
 }
 
 func rateHeaders(resp *abi.Response, r *ledgerq.Rate) {

@@ -142,8 +142,13 @@ func TestConcurrentSameKeyMakesOneUpstreamCallAndOneCharge(t *testing.T) {
 	})
 }
 
-func TestUnsettledChargeOmitsCreditsAndNextDecisionReconciles(t *testing.T) {
-	g := startGateway(t, "", nil)
+// TestUnsettledDecisionIsNotDeliveredAndReconciles: when the outcome cannot
+// be recorded before the request's time runs out, the answer is withheld (a
+// success the ledger does not hold would be refunded later, and a resend
+// would contradict it): 503 request_reconciliation_pending without
+// X-Service-Credits, and the attempt ends failed and refunded.
+func TestUnsettledDecisionIsNotDeliveredAndReconciles(t *testing.T) {
+	g := startGateway(t, "", map[string]string{"GATEWAY_REQUEST_TIMEOUT": "2s"})
 	acct, key := g.NewAccount(randomEmail(), 10)
 	// The ledger refuses to settle once the upstream has answered.
 	g.vendor.Handle(func(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -151,8 +156,8 @@ func TestUnsettledChargeOmitsCreditsAndNextDecisionReconciles(t *testing.T) {
 		answerValid(w, body)
 	})
 	r := g.post(key, simpleRequest, "Idempotency-Key", "lost")
-	if r.Status != 200 {
-		t.Fatalf("status %d", r.Status)
+	if r.Status != 503 || r.code() != "request_reconciliation_pending" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("status %d %q %s", r.Status, r.code(), r.Body)
 	}
 	if _, present := r.Header["X-Service-Credits"]; present {
 		t.Fatalf("X-Service-Credits %q present although the charge was not settled", r.Header.Get("X-Service-Credits"))

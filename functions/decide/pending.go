@@ -2,6 +2,7 @@ package decide
 
 import (
 	"encoding/binary"
+	"time"
 
 	"decisiongateway/shared/ledgerq"
 )
@@ -15,6 +16,14 @@ type pending struct {
 	Source    string
 	Cost      int64
 	Rate      ledgerq.Rate
+	Reserved  int64 // unix milliseconds of the reservation
+}
+
+// settleBy is how long settlement may keep retrying: three quarters of the
+// request's time from the reservation, which leaves the rest to answer
+// before the host's deadline stops the function.
+func (p *pending) settleBy(timeout time.Duration) time.Time {
+	return time.UnixMilli(p.Reserved).Add(timeout * 3 / 4)
 }
 
 // pendingVersion is the first byte of a saved state: a host upgraded while a
@@ -25,7 +34,7 @@ func (p *pending) append(b []byte) []byte {
 	b = append(b, pendingVersion)
 	b = appendString(b, p.AccountID)
 	b = appendString(b, p.Source)
-	for _, v := range [...]int64{p.Cost, p.Rate.Limit, p.Rate.Count, p.Rate.Window.Start, p.Rate.Window.End} {
+	for _, v := range [...]int64{p.Cost, p.Rate.Limit, p.Rate.Count, p.Rate.Window.Start, p.Rate.Window.End, p.Reserved} {
 		b = binary.LittleEndian.AppendUint64(b, uint64(v))
 	}
 	return b
@@ -49,12 +58,12 @@ func (p *pending) decode(b []byte) bool {
 	if p.Source, b, ok = readString(b); !ok {
 		return false
 	}
-	if len(b) != 5*8 {
+	if len(b) != 6*8 {
 		return false
 	}
 	v := func(i int) int64 { return int64(binary.LittleEndian.Uint64(b[8*i:])) }
 	p.Cost, p.Rate.Limit, p.Rate.Count = v(0), v(1), v(2)
-	p.Rate.Window.Start, p.Rate.Window.End = v(3), v(4)
+	p.Rate.Window.Start, p.Rate.Window.End, p.Reserved = v(3), v(4), v(5)
 	return true
 }
 

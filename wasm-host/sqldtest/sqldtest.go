@@ -62,7 +62,24 @@ func isExecutable(p string) bool {
 // temporary directory and returns its base URL (http://127.0.0.1:PORT). The
 // server is killed when the test ends; its log is attached to the test output
 // if the test failed.
-func Start(t testing.TB) string {
+func Start(t testing.TB) string { return StartServer(t).URL }
+
+// Server is a running sqld that a test may kill and start again, on the
+// same port and database, to prove what survives a ledger restart.
+type Server struct {
+	URL string
+
+	t      testing.TB
+	bin    string
+	addr   string
+	dir    string
+	log    *testenv.Output
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// StartServer is Start, returning the Server.
+func StartServer(t testing.TB) *Server {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
@@ -77,54 +94,61 @@ func Start(t testing.TB) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		url, err := start(t, bin, port)
-		if err == nil {
-			return url
+		s := &Server{t: t, bin: bin, addr: "127.0.0.1:" + strconv.Itoa(port), dir: t.TempDir(), log: &testenv.Output{}}
+		s.URL = "http://" + s.addr
+		if lastErr = s.run(); lastErr == nil {
+			t.Cleanup(func() {
+				s.Kill()
+				if t.Failed() {
+					t.Logf("sqld %s log:\n%s", s.URL, s.log.String())
+				}
+			})
+			return s
 		}
-		lastErr = err
 	}
 	t.Fatalf("sqld did not start: %v", lastErr)
-	return ""
+	return nil
 }
 
-func start(t testing.TB, bin string, port int) (string, error) {
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	dir := t.TempDir()
-	log := &testenv.Output{}
-	cmd := exec.Command(bin,
-		"--db-path", filepath.Join(dir, "data.sqld"),
-		"--http-listen-addr", addr,
+func (s *Server) run() error {
+	cmd := exec.Command(s.bin,
+		"--db-path", filepath.Join(s.dir, "data.sqld"),
+		"--http-listen-addr", s.addr,
 		"--no-welcome",
 	)
-	cmd.Dir = dir
-	cmd.Stdout = log
-	cmd.Stderr = log
+	cmd.Dir = s.dir
+	s.log.Reset()
+	cmd.Stdout = s.log
+	cmd.Stderr = s.log
 	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("start %s: %w", bin, err)
+		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
 	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	stop := func() {
-		_ = cmd.Process.Kill()
-		<-exited
+	s.cmd, s.exited = cmd, exited
+	if err := waitHealthy(s.URL, s.addr, s.log, exited); err != nil {
+		s.Kill()
+		return fmt.Errorf("%w; sqld log:\n%s", err, s.log.String())
 	}
-
-	url := "http://" + addr
-	if err := waitHealthy(url, addr, log, exited); err != nil {
-		stop()
-		return "", fmt.Errorf("%w; sqld log:\n%s", err, log.String())
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("sqld %s log:\n%s", url, log.String())
-		}
-	})
-	return url, nil
+	return nil
 }
+
+// Kill stops sqld with SIGKILL and waits for it to exit.
+func (s *Server) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
+}
+
+// Restart starts sqld again on the same port with the same database. It may
+// be called from any goroutine; the test should fail on its error.
+func (s *Server) Restart() error { return s.run() }
 
 // waitHealthy polls GET /health until it answers 200, sqld exits, or
 // readyTimeout passes. A 200 alone is not enough: if another process already

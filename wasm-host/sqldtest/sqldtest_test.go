@@ -1,6 +1,8 @@
 package sqldtest
 
 import (
+	"decisiongateway/wasm-host/testenv"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -61,7 +63,43 @@ func TestStartRefusesSomeoneElsesPort(t *testing.T) {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}
 	go srv.Serve(l)
 	defer srv.Close()
-	if url, err := start(t, bin, l.Addr().(*net.TCPAddr).Port); err == nil {
-		t.Fatalf("start claimed %s, a port another server holds", url)
+	s := &Server{t: t, bin: bin, addr: l.Addr().String(), dir: t.TempDir(), log: &testenv.Output{}}
+	s.URL = "http://" + s.addr
+	if err := s.run(); err == nil {
+		s.Kill()
+		t.Fatalf("start claimed %s, a port another server holds", s.URL)
+	}
+}
+
+// TestRestartKeepsTheDatabase: a killed and restarted sqld serves the same
+// data on the same URL.
+func TestRestartKeepsTheDatabase(t *testing.T) {
+	s := StartServer(t)
+	post := func(sql string) (string, error) {
+		body := `{"requests":[{"type":"execute","stmt":{"sql":"` + sql + `"}},{"type":"close"}]}`
+		resp, err := http.Post(s.URL+"/v2/pipeline", "application/json", strings.NewReader(body))
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	if _, err := post("CREATE TABLE t (x INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := post("INSERT INTO t VALUES (42)"); err != nil {
+		t.Fatal(err)
+	}
+	s.Kill()
+	if _, err := post("SELECT 1"); err == nil {
+		t.Fatal("sqld answered after Kill")
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := post("SELECT x FROM t")
+	if err != nil || !strings.Contains(out, `"value":"42"`) {
+		t.Fatalf("after restart: %v %s", err, out)
 	}
 }

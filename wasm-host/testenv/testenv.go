@@ -68,6 +68,13 @@ func (o *Output) Write(p []byte) (int, error) {
 	return o.buf.Write(p)
 }
 
+// Reset forgets what was written.
+func (o *Output) Reset() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf.Reset()
+}
+
 func (o *Output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
