@@ -45,6 +45,9 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	}
 	tok, account, refusal := policy.APIKey(req)
 	if refusal != nil {
+		if limited, ok := attemptLimited(env, req); ok {
+			return limited
+		}
 		refusal.Headers.Set(policy.HServiceCredits, "0")
 		return *refusal
 	}
@@ -196,6 +199,23 @@ func settleAndAnswer(env *platform.Env, req *abi.Request, d *decision, p *pendin
 	}
 	resp.Headers.Set(policy.HServiceCredits, credits)
 	return resp
+}
+
+// attemptLimited counts a refused key as an authentication attempt of its
+// client address and answers 429 when the address is over its limit. A
+// request that sent no Authorization header made no attempt.
+func attemptLimited(env *platform.Env, req *abi.Request) (abi.Response, bool) {
+	if !req.Headers.Has("authorization") {
+		return abi.Response{}, false
+	}
+	now := time.Now()
+	a, err := ledgerq.CountAttempt(env.Ledger, keys.HashClient(req.ClientAddr), settings.Read(env.Config).AuthRateLimit, now)
+	if err != nil || !a.RateLimited {
+		return abi.Response{}, false
+	}
+	resp := fail(429, CodeAuthRateLimited, "too many authentication attempts from this address")
+	resp.Headers.Set(policy.HRetryAfter, retryAfter(a.Window, now))
+	return resp, true
 }
 
 // refuse answers every reservation outcome other than Reserved.

@@ -2,6 +2,7 @@ package decide_test
 
 import (
 	"bytes"
+	"io"
 
 	"decisiongateway/shared/abi"
 	"encoding/json"
@@ -297,4 +298,53 @@ func TestOperatorKeyNeverReachesTheCaller(t *testing.T) {
 	if got := g.vendor.Seen()[0].Header.Get("Authorization"); strings.Contains(got, key) {
 		t.Fatal("the caller's key reached the upstream")
 	}
+}
+
+// TestMalformedKeysCountAsAuthenticationAttempts: a malformed key is an
+// authentication attempt (spec §8), so after the address's limit even a
+// valid key from it is refused, on the decision and model-listing routes.
+// The minute window could roll over mid-test; then the run is repeated.
+func TestMalformedKeysCountAsAuthenticationAttempts(t *testing.T) {
+	g := startGateway(t, "", map[string]string{"SERVICE_AUTH_RATE_LIMIT": "3"})
+	_, key := g.NewAccount(randomEmail(), 10)
+	for attempt := 0; attempt < 3; attempt++ {
+		g.exec(`DELETE FROM rate_windows`)
+		minute := time.Now().Unix() / 60
+		var got []string
+		for _, auth := range []string{"Bearer dg_not-a-key", "Basic abc", "Bearer dg_" + strings.Repeat("x", 40)} {
+			got = append(got, strconv.Itoa(g.post("", simpleRequest, "Authorization", auth).Status))
+		}
+		valid := g.post(key, simpleRequest)
+		models := g.getModels(key)
+		if time.Now().Unix()/60 != minute {
+			continue
+		}
+		if strings.Join(got, ",") != "401,401,401" {
+			t.Fatalf("malformed keys within the limit: %v", got)
+		}
+		if valid.Status != 429 || valid.code() != "auth_rate_limited" || valid.Header.Get("Retry-After") == "" {
+			t.Fatalf("valid key after three malformed ones: %d %q", valid.Status, valid.code())
+		}
+		if models.Status != 429 || models.code() != "auth_rate_limited" {
+			t.Fatalf("models after the limit: %d %q", models.Status, models.code())
+		}
+		if r := g.post("", simpleRequest); r.Status != 401 || r.code() != "missing_api_key" {
+			t.Fatalf("no Authorization header is no attempt: %d %q", r.Status, r.code())
+		}
+		return
+	}
+	t.Fatal("the minute rolled over in every run")
+}
+
+func (g *gateway) getModels(key string) reply {
+	g.t.Helper()
+	req, _ := http.NewRequest("GET", g.URL+"/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, resp.Header, data}
 }

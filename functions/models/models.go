@@ -35,13 +35,20 @@ const (
 // Handle: authenticate the key and count the attempt (one ledger batch),
 // then ask the configured upstream kind for its list.
 func Handle(env *platform.Env, req *abi.Request) abi.Response {
-	tok, account, refusal := policy.APIKey(req)
-	if refusal != nil {
-		return *refusal
-	}
-
 	s := settings.Read(env.Config)
 	now := time.Now()
+	tok, account, refusal := policy.APIKey(req)
+	if refusal != nil {
+		// A malformed key is an authentication attempt all the same (spec §8).
+		if req.Headers.Has("authorization") {
+			if a, err := ledgerq.CountAttempt(env.Ledger, keys.HashClient(req.ClientAddr), s.AuthRateLimit, now); err == nil && a.RateLimited {
+				resp := policy.Error(429, CodeAuthRateLimited, "too many authentication attempts from this address")
+				resp.Headers.Set(policy.HRetryAfter, retryAfter(a.Window, now))
+				return resp
+			}
+		}
+		return *refusal
+	}
 	a, rate, err := ledgerq.AuthorizeKey(env.Ledger,
 		&ledgerq.Principal{AccountID: account, KeyHash: keys.Hash(tok), IPHash: keys.HashClient(req.ClientAddr), AuthLimit: s.AuthRateLimit},
 		Scope, rateLimit(env.Config), now)

@@ -75,3 +75,22 @@ func AuthorizeKey(l platform.Ledger, p *Principal, scope string, limit int, now 
 	a := readAuth(&res, rateOK, found, now)
 	return a, Rate{Limit: int64(limit), Count: res.Steps[count].First().AsInt(), Window: w}, nil
 }
+
+// CountAttempt counts one authentication attempt from a client address that
+// presented a key the platform could refuse without a lookup (malformed,
+// wrong scheme): it is an attempt all the same (spec §8), so guessing
+// malformed keys cannot go around the per-address limit. It reports whether
+// the address is over its limit.
+func CountAttempt(l platform.Ledger, ipHash string, limit int, now time.Time) (Auth, error) {
+	if limit == 0 {
+		limit = DefaultAuthLimit
+	}
+	var x builder
+	w := WindowAt(now, time.Minute)
+	_, ok := x.rate("auth:"+ipHash, w, limit, nil)
+	res, err := exec(l, &x)
+	if err != nil {
+		return Auth{}, err
+	}
+	return Auth{Window: w, RateLimited: !res.Steps[ok].First().Truthy()}, nil
+}
