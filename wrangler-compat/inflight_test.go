@@ -1,0 +1,79 @@
+//go:build linux
+
+package wranglercompat_test
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"decisiongateway/wasm-host/sqldtest"
+)
+
+// TestWorkersHoldNoInstanceOnTheUpstream: twenty decisions wait on the
+// upstream at once in one function Worker, more than its eight instances
+// (pool.js MAX_INSTANCES), because the upstream call runs outside the
+// instance (schema/abi.md, "Awaiting"). The fake vendor answers only when
+// all twenty are waiting, so a pool that held instances would never fill it.
+func TestWorkersHoldNoInstanceOnTheUpstream(t *testing.T) {
+	const n = 20
+	var mu sync.Mutex
+	arrived := 0
+	full := make(chan struct{})
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		mu.Lock()
+		if arrived++; arrived == n {
+			close(full)
+		}
+		mu.Unlock()
+		select {
+		case <-full:
+			answerVendor(w, r, body)
+		case <-time.After(30 * time.Second):
+			w.WriteHeader(599)
+		}
+	})
+	env := map[string]string{
+		"LIBSQL_URL":              sqldtest.Start(t),
+		"UPSTREAM_KIND":           "vendor",
+		"UPSTREAM_URL":            up.srv.URL + "/v1",
+		"UPSTREAM_API_KEY":        upstreamKey,
+		"SERVICE_ORIGIN":          consoleOrigin,
+		"SERVICE_WELCOME_CREDITS": "100",
+		"SERVICE_RATE_LIMIT":      "100",
+	}
+	p := &pair{t: t}
+	p.sides[1] = &side{ledger: env["LIBSQL_URL"], upstream: up, env: env}
+	p.admin(1, "migrate")
+	key := p.admin(1, "key", "many@example.test")
+	url := startWrangler(t, env).url
+
+	statuses := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range statuses {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", url+"/v1/service", strings.NewReader(decisionBody))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Idempotency-Key", "op-"+strconv.Itoa(i))
+			resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+			if err != nil {
+				statuses[i] = err.Error()
+				return
+			}
+			resp.Body.Close()
+			statuses[i] = strconv.Itoa(resp.StatusCode) + " " + resp.Header.Get("X-Service-Credits")
+		}(i)
+	}
+	wg.Wait()
+	for i, s := range statuses {
+		if s != "200 1" {
+			t.Fatalf("decision %d: %s (all: %v)", i, s, statuses)
+		}
+	}
+}
