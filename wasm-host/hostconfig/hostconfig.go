@@ -59,7 +59,7 @@ func From(getenv func(string) string) (*Config, error) {
 		MailAPIKey:     getenv("MAIL_API_KEY"),
 		DataDir:        or(getenv("GATEWAY_DATA_DIR"), ".data"),
 		FunctionsDir:   or(getenv("GATEWAY_FUNCTIONS_DIR"), "build/functions"),
-		PoolSize:       4,
+		PoolSize:       8,
 		RequestTimeout: 60 * time.Second,
 		plain:          map[string]string{},
 	}

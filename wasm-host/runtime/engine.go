@@ -38,7 +38,10 @@ type Options struct {
 	// MemoryLimitPages caps each instance's memory (64 KiB pages); 0 means 1024 (64 MiB).
 	MemoryLimitPages uint32
 	// RecycleBytes: an instance whose linear memory has grown past this is
-	// replaced after its request instead of being reused; 0 means 16 MiB.
+	// replaced after its request instead of being reused; 0 means 8 MiB.
+	// With the pool size it bounds a function's guest memory: instances
+	// are held only while they compute (schema/abi.md, "Awaiting"), so a
+	// small pool suffices and memory does not grow with requests in flight.
 	// Modules are built with TinyGo's leaking allocator (an arena per
 	// instance), so this is how their memory is reclaimed.
 	RecycleBytes uint32
@@ -85,7 +88,7 @@ func NewEngine(ctx context.Context, opts Options, s Services) (*Engine, error) {
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
 	e := &Engine{rt: rt, cache: cache, services: s, recycle: opts.RecycleBytes}
 	if e.recycle == 0 {
-		e.recycle = 16 << 20
+		e.recycle = 8 << 20
 	}
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)
