@@ -34,10 +34,9 @@ func (p *pending) append(b []byte) []byte {
 	b = append(b, pendingVersion)
 	b = appendString(b, p.AccountID)
 	b = appendString(b, p.Source)
-	for _, v := range [...]int64{p.Cost, p.Rate.Limit, p.Rate.Count, p.Rate.Window.Start, p.Rate.Window.End, p.Reserved} {
-		b = binary.LittleEndian.AppendUint64(b, uint64(v))
-	}
-	return b
+	b = binary.LittleEndian.AppendUint64(b, uint64(p.Cost))
+	b = binary.LittleEndian.AppendUint64(b, uint64(p.Reserved))
+	return ledgerq.AppendRate(b, p.Rate)
 }
 
 func appendString(b []byte, s string) []byte {
@@ -58,13 +57,13 @@ func (p *pending) decode(b []byte) bool {
 	if p.Source, b, ok = readString(b); !ok {
 		return false
 	}
-	if len(b) != 6*8 {
+	if len(b) < 16 {
 		return false
 	}
-	v := func(i int) int64 { return int64(binary.LittleEndian.Uint64(b[8*i:])) }
-	p.Cost, p.Rate.Limit, p.Rate.Count = v(0), v(1), v(2)
-	p.Rate.Window.Start, p.Rate.Window.End, p.Reserved = v(3), v(4), v(5)
-	return true
+	p.Cost = int64(binary.LittleEndian.Uint64(b))
+	p.Reserved = int64(binary.LittleEndian.Uint64(b[8:]))
+	p.Rate, b, ok = ledgerq.ReadRate(b[16:])
+	return ok && len(b) == 0
 }
 
 func readString(b []byte) (string, []byte, bool) {

@@ -35,6 +35,10 @@ const (
 // Handle: authenticate the key and count the attempt (one ledger batch),
 // then ask the configured upstream kind for its list.
 func Handle(env *platform.Env, req *abi.Request) abi.Response {
+	if req.Resume != nil {
+		// The upstream's list, for a caller authorised before the call.
+		return answer(env, req.Resume)
+	}
 	s := settings.Read(env.Config)
 	now := time.Now()
 	tok, account, refusal := policy.APIKey(req)
@@ -68,12 +72,32 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 		return resp
 	}
 
-	var resp abi.Response
-	if adapter := upstream.For(&s); adapter == nil {
-		resp = policy.Error(503, upstream.CodeNotConfigured, "no upstream provider is configured on this deployment")
-	} else {
-		resp = adapter.Models(env)
+	adapter := upstream.For(&s)
+	if adapter == nil {
+		return withRate(policy.Error(503, upstream.CodeNotConfigured, "no upstream provider is configured on this deployment"), rate)
 	}
+	// A listing from the upstream is an outbound call: the host makes it
+	// while no instance waits (schema/abi.md, "Awaiting").
+	call, resp := adapter.Models(nil)
+	if call != nil {
+		return abi.Response{Await: &abi.Await{Fetch: call, State: ledgerq.AppendRate(nil, rate)}}
+	}
+	return withRate(resp, rate)
+}
+
+// answer maps the upstream's list once the host has it.
+func answer(env *platform.Env, r *abi.Resume) abi.Response {
+	rate, _, ok := ledgerq.ReadRate(r.State)
+	s := settings.Read(env.Config)
+	adapter := upstream.For(&s)
+	if !ok || adapter == nil {
+		return policy.Error(500, policy.CodeInternal, "the model listing's saved state could not be read")
+	}
+	_, resp := adapter.Models(r)
+	return withRate(resp, rate)
+}
+
+func withRate(resp abi.Response, rate ledgerq.Rate) abi.Response {
 	resp.Headers.Set("x-ratelimit-limit", strconv.FormatInt(rate.Limit, 10))
 	resp.Headers.Set("x-ratelimit-remaining", strconv.FormatInt(rate.Remaining(), 10))
 	resp.Headers.Set("x-ratelimit-reset", strconv.FormatInt(rate.Window.End, 10))

@@ -7,7 +7,6 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/jsonw"
-	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/validate"
@@ -353,7 +352,7 @@ func (e *edge) readProbabilities(q *questionView, v *fastjson.Value) bool {
 // Models answers with the platform catalog (spec §4.2 rule 2): the one
 // model vendor/model. It has no release date, being an alias the platform
 // may move (§9.5).
-func (e *edge) Models(*platform.Env) abi.Response {
+func (e *edge) Models(*abi.Resume) (*abi.FetchRequest, abi.Response) {
 	var w jsonw.Writer
 	w.Open('{')
 	w.Key("models")
@@ -373,7 +372,7 @@ func (e *edge) Models(*platform.Env) abi.Response {
 	w.Close('}')
 	w.Close(']')
 	w.Close('}')
-	return policy.JSON(200, w.B)
+	return nil, policy.JSON(200, w.B)
 }
 
 func indexOf(list []string, s string) int {

@@ -197,7 +197,7 @@ func TestEdgeModelsIsThePlatformCatalog(t *testing.T) {
 		if emulated {
 			cfg["GATEWAY_EMULATOR"] = "1"
 		}
-		r := adapterFor(t, "edge", cfg).Models(&platform.Env{})
+		r := ListModels(&platform.Env{}, adapterFor(t, "edge", cfg))
 		got := decode(t, r.Body)
 		models, _ := got["models"].([]any)
 		if r.Status != 200 || len(models) != 1 || path(models, 0, "name") != "vendor/model" {

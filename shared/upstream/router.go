@@ -7,7 +7,6 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/jsonw"
-	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/validate"
@@ -394,6 +393,6 @@ func (r *router) statedFrom(v *fastjson.Value, n int, names func(i int) string) 
 
 // Models: a router's model list is its own catalogue, not this contract's,
 // so listing is not offered (spec §4.2 rule 2).
-func (r *router) Models(*platform.Env) abi.Response {
-	return policy.Error(501, CodeListingUnsupported, "the router upstream does not offer a model list; name the model directly")
+func (r *router) Models(*abi.Resume) (*abi.FetchRequest, abi.Response) {
+	return nil, policy.Error(501, CodeListingUnsupported, "the router upstream does not offer a model list; name the model directly")
 }

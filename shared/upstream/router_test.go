@@ -319,7 +319,7 @@ func TestRouterRejectsTopLevelExtensionFields(t *testing.T) {
 }
 
 func TestRouterHasNoModelListing(t *testing.T) {
-	r := adapterFor(t, "router", platform.MapConfig{}).Models(&platform.Env{})
+	r := ListModels(&platform.Env{}, adapterFor(t, "router", platform.MapConfig{}))
 	if r.Status != 501 || r.Headers.Get("x-service-error-code") != "model_listing_not_supported" || r.Headers.Get("x-service-error-source") != "platform" {
 		t.Errorf("%d %v %s", r.Status, r.Headers, r.Body)
 	}

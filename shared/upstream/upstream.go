@@ -61,8 +61,10 @@ type Adapter interface {
 	// than Prepare did, so it relies on c and r alone. It never panics on
 	// provider misbehaviour: every failure becomes an Outcome with OK false.
 	Answer(c *Call, r *abi.Resume) Outcome
-	// Models answers GET /v1/models (spec §4.2).
-	Models(env *platform.Env) abi.Response
+	// Models answers GET /v1/models (spec §4.2). Called with nil, it
+	// returns either the answer or a call for the host to make (an Await,
+	// as for decisions); called again with that call's result, the answer.
+	Models(r *abi.Resume) (*abi.FetchRequest, abi.Response)
 }
 
 // registry maps an upstream kind to its constructor. Kinds other than
@@ -91,6 +93,17 @@ func Decide(env *platform.Env, a Adapter, c *Call) Outcome {
 	}
 	res := env.Do(&aw)
 	return a.Answer(c, &res)
+}
+
+// ListModels answers GET /v1/models in one go, for native callers.
+func ListModels(env *platform.Env, a Adapter) abi.Response {
+	call, resp := a.Models(nil)
+	if call == nil {
+		return resp
+	}
+	res := env.Do(&abi.Await{Fetch: call})
+	_, resp = a.Models(&res)
+	return resp
 }
 
 // platformFailure builds an Outcome for a failure the platform reports in

@@ -7,7 +7,6 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/canon"
-	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/validate"
@@ -85,16 +84,22 @@ func (v *vendor) answer(c *Call, res *abi.FetchResponse) Outcome {
 }
 
 // Models returns the vendor's list unchanged in shape (spec §4.2 rule 2).
-func (v *vendor) Models(env *platform.Env) abi.Response {
-	res, err := env.Transport.Fetch(&abi.FetchRequest{
-		Method: "GET", URL: v.base + "/models",
-		Headers:    abi.Headers{{Name: "accept", Value: "application/json"}},
-		MaxBytes:   MaxAnswerBytes,
-		Credential: abi.CredentialUpstream,
-	})
-	if err != nil || res.ErrKind != "" {
-		o := fetchFailure(&res)
-		return abi.Response{Status: o.Status, Headers: o.Headers, Body: o.Body}
+func (v *vendor) Models(r *abi.Resume) (*abi.FetchRequest, abi.Response) {
+	if r == nil {
+		return &abi.FetchRequest{
+			Method: "GET", URL: v.base + "/models",
+			Headers:    abi.Headers{{Name: "accept", Value: "application/json"}},
+			MaxBytes:   MaxAnswerBytes,
+			Credential: abi.CredentialUpstream,
+		}, abi.Response{}
+	}
+	return nil, v.modelList(r)
+}
+
+func (v *vendor) modelList(r *abi.Resume) abi.Response {
+	res, failed := fetched(r)
+	if failed != nil {
+		return abi.Response{Status: failed.Status, Headers: failed.Headers, Body: failed.Body}
 	}
 	if fastjson.ValidateBytes(res.Body) != nil {
 		o := platformFailure(502, CodeUpstreamInvalid, "the upstream model list is not JSON", res.Headers)
