@@ -241,12 +241,20 @@ func startGateway(t testing.TB, env map[string]string) server {
 	t.Helper()
 	bin := testenv.Binary(t)
 	addr := freeAddr(t)
+	environ := append(cleanEnv(), "SERVICE_ADDR="+addr, "SERVICE_ORIGIN=http://"+addr, "GATEWAY_DATA_DIR="+t.TempDir())
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	// As an operator would: the host serves only a ledger `admin migrate`
+	// has prepared.
+	migrate := exec.Command(bin, "admin", "migrate")
+	migrate.Dir, migrate.Env = testenv.Root(t), environ
+	if out, err := migrate.CombinedOutput(); err != nil {
+		t.Fatalf("bin/gateway admin migrate: %v\n%s", err, out)
+	}
 	cmd := exec.Command(bin, "serve")
 	cmd.Dir = testenv.Root(t)
-	cmd.Env = append(cleanEnv(), "SERVICE_ADDR="+addr, "SERVICE_ORIGIN=http://"+addr, "GATEWAY_DATA_DIR="+t.TempDir())
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = environ
 	p := startProcess(t, "bin/gateway serve", cmd)
 	url := "http://" + addr
 	took, err := p.waitReady(url+"/__ready", func(r *http.Response) bool { return r.Header.Get("X-Request-Id") != "" })

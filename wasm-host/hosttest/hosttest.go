@@ -15,6 +15,7 @@ import (
 
 	"decisiongateway/wasm-host/app"
 	"decisiongateway/wasm-host/hostconfig"
+	"decisiongateway/wasm-host/ledger"
 	"decisiongateway/wasm-host/sqldtest"
 	"decisiongateway/wasm-host/testenv"
 )
@@ -53,13 +54,34 @@ func Start(t testing.TB, env map[string]string) *Host {
 	if e["TEST_LOG"] != "" {
 		w = testWriter{t}
 	}
+	// As an operator would: `gateway admin migrate` first, since the host
+	// refuses a ledger that does not exist or is not migrated.
+	Migrate(t, cfg.LedgerURL)
 	a, err := app.New(context.Background(), cfg, slog.New(slog.NewJSONHandler(w, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(a.Handler())
+	// The host's own http.Server settings (header and idle timeouts, header
+	// size), so tests with real sockets meet what `gateway serve` runs.
+	srv := httptest.NewUnstartedServer(a.Handler())
+	srv.Config = a.HTTPServer()
+	srv.Start()
 	t.Cleanup(func() { srv.Close(); a.Close(context.Background()) })
 	return &Host{URL: srv.URL, App: a, Server: srv, t: t}
+}
+
+// Migrate creates the ledger at url if it is a file that does not exist
+// and applies every migration, as `gateway admin migrate` does.
+func Migrate(t testing.TB, url string) {
+	t.Helper()
+	led, err := ledger.OpenWith(context.Background(), url, "", ledger.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	if err := led.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 type testWriter struct{ t testing.TB }
