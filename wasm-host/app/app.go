@@ -75,6 +75,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	a.Releases = canary.NewTable(canary.Options{
 		Engine: eng, Ledger: led, DataDir: cfg.DataDir, PoolSize: cfg.PoolSize,
 		Grace: cfg.RequestTimeout + 5*time.Second, Log: log,
+		ClientAddr: a.client().Of,
 	})
 	handlers := map[string]server.Handler{}
 	for _, name := range functionNames(routes.Table) {
@@ -105,13 +106,18 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	a.Releases.Start(releasePoll)
 	a.Server = &server.Server{
 		Routes: routes.Table, Functions: handlers, Timeout: cfg.RequestTimeout, Log: log,
-		Client:      server.ClientAddr{Trusted: cfg.TrustedProxies, Header: cfg.ForwardedHeader},
+		Client:      a.client(),
 		BodyTimeout: cfg.BodyTimeout,
 	}
 	// GET requests no route takes are the browser console's page and assets.
 	a.Server.Static = console.Handler()
 	a.handler = a.probes(a.Releases.Wrap(a.Server))
 	return a, nil
+}
+
+// client is how the host tells a request's client address (trusted proxies).
+func (a *App) client() server.ClientAddr {
+	return server.ClientAddr{Trusted: a.Config.TrustedProxies, Header: a.Config.ForwardedHeader}
 }
 
 // Handler is the host's HTTP handler.
