@@ -52,6 +52,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	if err := cfg.CheckUpstream(); err != nil {
 		return nil, err
 	}
+	log = redactLog(log, cfg.UpstreamAPIKey, cfg.MailAPIKey, cfg.LedgerToken)
 	led, err := ledger.Open(ctx, cfg.LedgerURL, cfg.LedgerToken)
 	if err != nil {
 		return nil, err

@@ -26,13 +26,15 @@ type Host struct {
 	App    *app.App
 	Server *httptest.Server
 	t      testing.TB
+	logs   *testenv.Output
 }
 
 // Start runs a host with env as its environment. LIBSQL_URL defaults to a
 // fresh embedded file, or to a fresh real sqld when the process environment
 // has TEST_LEDGER=sqld (make test runs the end-to-end suites both ways);
 // GATEWAY_FUNCTIONS_DIR defaults to the repo's build/functions. Logs are
-// discarded unless env["TEST_LOG"] is set.
+// kept for Logs, and also written to the test's log when env["TEST_LOG"]
+// is set.
 func Start(t testing.TB, env map[string]string) *Host {
 	t.Helper()
 	e := map[string]string{
@@ -50,9 +52,10 @@ func Start(t testing.TB, env map[string]string) *Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var w io.Writer = io.Discard
+	logs := &testenv.Output{}
+	var w io.Writer = logs
 	if e["TEST_LOG"] != "" {
-		w = testWriter{t}
+		w = io.MultiWriter(logs, testWriter{t})
 	}
 	// As an operator would: `gateway admin migrate` first, since the host
 	// refuses a ledger that does not exist or is not migrated.
@@ -67,7 +70,15 @@ func Start(t testing.TB, env map[string]string) *Host {
 	srv.Config = a.HTTPServer()
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); a.Close(context.Background()) })
-	return &Host{URL: srv.URL, App: a, Server: srv, t: t}
+	return &Host{URL: srv.URL, App: a, Server: srv, t: t, logs: logs}
+}
+
+// Logs returns every line the host has logged so far (JSON, one a line).
+func (h *Host) Logs() string {
+	if h.logs == nil {
+		return ""
+	}
+	return h.logs.String()
 }
 
 // Migrate creates the ledger at url if it is a file that does not exist
