@@ -172,4 +172,3 @@ func TestWorkersReadinessSaysWhatIsMissing(t *testing.T) {
 		t.Errorf("/readyz: %d %s", a.status, a.body)
 	}
 }
-
