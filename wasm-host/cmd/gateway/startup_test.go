@@ -2,13 +2,21 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"decisiongateway/shared/abi"
+	"decisiongateway/wasm-host/ledger"
 	"decisiongateway/wasm-host/sqldtest"
 	"decisiongateway/wasm-host/testenv"
 )
@@ -104,5 +112,49 @@ func TestServeRefusesMisconfiguration(t *testing.T) {
 		if ok || !strings.Contains(out, c.want) {
 			t.Errorf("%v: ok=%v, want %q in\n%s", c.env, ok, c.want, out)
 		}
+	}
+}
+
+// Operator commands against a sqld that refuses with 429 "Timed out while
+// opening database connection" (it ran nothing) retry with backoff instead
+// of failing, at open and on every batch, and do each thing once.
+func TestOperatorCommandsRideOutRefusals(t *testing.T) {
+	sqld := sqldtest.Start(t)
+	target, _ := url.Parse(sqld)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every other request is refused, the first two included.
+		if n := requests.Add(1); n <= 2 || n%2 == 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error":"Timed out while opening database connection"}`)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	env := []string{"LIBSQL_URL=" + srv.URL}
+	for _, args := range [][]string{{"admin", "migrate"}, {"admin", "key", "ops@example.com"}, {"admin", "credits", "ops@example.com", "5"}, {"admin", "key", "ops@example.com", "second"}} {
+		if out, ok := gateway(t, t.TempDir(), env, args...); !ok {
+			t.Fatalf("%v through refusals:\n%s", args, out)
+		}
+	}
+	led, err := ledger.Open(context.Background(), sqld, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	res := led.Exec(context.Background(), &abi.Batch{Steps: []abi.Statement{
+		{SQL: "SELECT count(*) FROM accounts"}, {SQL: "SELECT count(*) FROM api_keys"}, {SQL: "SELECT balance FROM accounts"},
+	}})
+	if res.Err != "" {
+		t.Fatal(res.Err)
+	}
+	if a, k := res.Steps[0].Rows[0][0].AsInt(), res.Steps[1].Rows[0][0].AsInt(); a != 1 || k != 2 {
+		t.Errorf("%d accounts and %d keys, want 1 and 2: a refused batch ran twice or not at all", a, k)
+	}
+	if requests.Load() < 10 {
+		t.Errorf("only %d requests reached the proxy: the refusals were not exercised", requests.Load())
 	}
 }
