@@ -168,6 +168,7 @@ type server struct {
 	name    string
 	url     string
 	startup time.Duration
+	log     *testenv.Output // everything the host printed
 }
 
 // startWrangler generates the Workers of every built function from the
@@ -175,18 +176,24 @@ type server struct {
 // stand-in), gives each the settings as its .dev.vars, and runs them all in
 // one `wrangler dev` on a free loopback port, the front Worker first. It
 // returns once the front answers (a response carrying X-Request-Id, which
-// only the shim sets). settings["AI_REST_URL"] goes to the AI stand-in.
-func startWrangler(t testing.TB, settings map[string]string) server {
+// only the shim sets). settings["AI_REST_URL"] goes to the AI stand-in;
+// the front gets the plain settings and the ledger's secrets, as `workers
+// dev` gives them. genArgs are more arguments for `workers generate`.
+func startWrangler(t testing.TB, settings map[string]string, genArgs ...string) server {
 	t.Helper()
 	bin := nodeBin(t)
-	out := generateWorkers(t, true)
+	out := generateWorkers(t, true, genArgs...)
 	m := readManifest(t, out)
-	var vars strings.Builder
+	var vars, front strings.Builder
 	for k, v := range settings {
 		if k != "AI_REST_URL" {
 			fmt.Fprintf(&vars, "%s=%s\n", k, strconv.Quote(v))
 		}
+		if k != "AI_REST_URL" && (k == "LIBSQL_URL" || k == "LIBSQL_AUTH_TOKEN" || !strings.HasSuffix(k, "_KEY") && !strings.HasSuffix(k, "_TOKEN")) {
+			fmt.Fprintf(&front, "%s=%s\n", k, strconv.Quote(v))
+		}
 	}
+	writeFile(t, filepath.Join(out, m.Front.Dir, ".dev.vars"), front.String())
 	configs := []string{"-c", filepath.Join(out, m.Front.Dir, "wrangler.toml")}
 	for _, f := range m.Functions {
 		dir := filepath.Join(out, f.Dir)
@@ -219,7 +226,7 @@ func startWrangler(t testing.TB, settings map[string]string) server {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, p.log.String())
 	}
-	return server{name: "workerd", url: url, startup: took}
+	return server{name: "workerd", url: url, startup: took, log: p.log}
 }
 
 // wranglerEnv is the environment wrangler runs in during tests: offline,
@@ -241,19 +248,27 @@ func startGateway(t testing.TB, env map[string]string) server {
 	t.Helper()
 	bin := testenv.Binary(t)
 	addr := freeAddr(t)
+	environ := append(cleanEnv(), "SERVICE_ADDR="+addr, "SERVICE_ORIGIN=http://"+addr, "GATEWAY_DATA_DIR="+t.TempDir())
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	// As an operator would: the host serves only a ledger `admin migrate`
+	// has prepared.
+	migrate := exec.Command(bin, "admin", "migrate")
+	migrate.Dir, migrate.Env = testenv.Root(t), environ
+	if out, err := migrate.CombinedOutput(); err != nil {
+		t.Fatalf("bin/gateway admin migrate: %v\n%s", err, out)
+	}
 	cmd := exec.Command(bin, "serve")
 	cmd.Dir = testenv.Root(t)
-	cmd.Env = append(cleanEnv(), "SERVICE_ADDR="+addr, "SERVICE_ORIGIN=http://"+addr, "GATEWAY_DATA_DIR="+t.TempDir())
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = environ
 	p := startProcess(t, "bin/gateway serve", cmd)
 	url := "http://" + addr
 	took, err := p.waitReady(url+"/__ready", func(r *http.Response) bool { return r.Header.Get("X-Request-Id") != "" })
 	if err != nil {
 		t.Fatalf("%v\n%s", err, p.log.String())
 	}
-	return server{name: "wazero", url: url, startup: took}
+	return server{name: "wazero", url: url, startup: took, log: p.log}
 }
 
 // workersTool builds the Workers generator and release tool

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"decisiongateway/shared/keys"
+	"decisiongateway/shared/keys/keystest"
 )
 
 // TestShimUnits runs the JavaScript unit tests of the shim (test/*.test.mjs)
@@ -31,8 +32,8 @@ func TestStickyKeyMatchesTheWazeroHost(t *testing.T) {
 	cases := []hint{
 		{Authorization: "Bearer " + key},
 		{Authorization: "bearer   " + key + "  "},
-		{Authorization: "Bearer " + key[:len(key)-1] + "a"}, // checksum off
-		{Authorization: "Bearer " + session},                // a session is no API key
+		{Authorization: "Bearer " + keystest.BadChecksum(key)}, // checksum off
+		{Authorization: "Bearer " + session},                   // a session is no API key
 		{Authorization: "Basic " + key},
 		{Authorization: "Bearer " + keys.New(keys.SignIn, acct)},
 		{Cookie: "theme=dark; " + keys.SessionCookie + "=" + session + "; x=1"},

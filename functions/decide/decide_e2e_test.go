@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/keys"
+	"decisiongateway/shared/keys/keystest"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -126,9 +128,14 @@ func TestKeysThatCannotAuthenticate(t *testing.T) {
 	g := startGateway(t, "", nil)
 	acct, key := g.NewAccount(randomEmail(), 10)
 	g.exec(`UPDATE api_keys SET revoked_at = 1 WHERE account_id = ?`, str(acct))
-	_, other := g.NewAccount(randomEmail(), 10)
-	forged := other[:len(other)-10] + "aaaaaaaaaa" // bad checksum: refused without a lookup
-	for name, k := range map[string]string{"revoked": key, "malformed": forged, "unknown": strings.Replace(other, other[17:20], "zzz", 1), "missing": ""} {
+	otherAcct, other := g.NewAccount(randomEmail(), 10)
+	for name, k := range map[string]string{
+		"revoked":                key,
+		"malformed":              keystest.BadChecksum(other), // refused without a lookup
+		"unknown, of no account": keys.New(keys.APIKey, keys.NewAccountID()),
+		"unknown, of an account": keys.New(keys.APIKey, otherAcct),
+		"missing":                "",
+	} {
 		r := g.post(k, simpleRequest)
 		if r.Status != 401 || (r.code() != "invalid_api_key" && r.code() != "missing_api_key") {
 			t.Errorf("%s: %d %q", name, r.Status, r.code())

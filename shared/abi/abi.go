@@ -130,6 +130,10 @@ const (
 	FetchErrConnect  = "connect"   // no connection, or it broke mid-answer
 	FetchErrTooLarge = "too_large" // the body exceeded MaxBytes
 	FetchErrDenied   = "denied"    // the host's egress policy refused the URL
+	// FetchErrCredentialLeak: the answer to a request that carried a
+	// credential contained that credential's value (in its body or a
+	// header). The host dropped the whole answer; the guest never sees it.
+	FetchErrCredentialLeak = "credential_leak"
 )
 
 // FetchResponse is the answer to a FetchRequest. When ErrKind is set the

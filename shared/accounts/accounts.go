@@ -160,6 +160,23 @@ func (s *Store) EnsureAccount(email string) (Account, error) {
 	return accountFrom(steps[1].Rows[0]), nil
 }
 
+// Lookup returns the account of email, or ErrNoAccount when there is none.
+// Unlike EnsureAccount it never creates one.
+func (s *Store) Lookup(email string) (Account, error) {
+	e, err := NormalizeEmail(email)
+	if err != nil {
+		return Account{}, err
+	}
+	steps, err := s.run(st("SELECT "+accountColumns+" FROM accounts WHERE email = ?", str(e)))
+	if err != nil {
+		return Account{}, err
+	}
+	if len(steps[0].Rows) == 0 {
+		return Account{}, ErrNoAccount
+	}
+	return accountFrom(steps[0].Rows[0]), nil
+}
+
 // Get returns one account by id.
 func (s *Store) Get(id string) (Account, error) {
 	steps, err := s.run(st("SELECT "+accountColumns+" FROM accounts WHERE id = ?", str(id)))

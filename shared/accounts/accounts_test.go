@@ -46,7 +46,7 @@ func eachBackend(t *testing.T, f func(t *testing.T, s *accounts.Store, c *clock,
 func openLedger(t *testing.T, url string) *ledger.Executor {
 	t.Helper()
 	ctx := context.Background()
-	e, err := ledger.Open(ctx, url, "")
+	e, err := ledger.OpenWith(ctx, url, "", ledger.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -37,24 +36,30 @@ type App struct {
 	// version, following the ledger (`gateway release`, README).
 	Releases *canary.Table
 	handler  http.Handler
+	ready    readyCache
 }
 
 // releasePoll is how often a host reads the release table from the ledger:
 // a release change reaches every host within about this long.
 const releasePoll = 2 * time.Second
 
-// New opens the ledger, applies migrations and starts compiling every routed
-// module found in cfg.FunctionsDir, warming one instance of each. A routed
-// module that is missing or does not load is logged and its routes answer
-// 503.
+// New checks the upstream settings, opens the ledger, which must exist and
+// be migrated (`gateway admin migrate` alone creates and migrates one), and
+// starts compiling every routed module found in cfg.FunctionsDir, warming
+// one instance of each. A routed module that is missing or does not load is
+// logged, its routes answer 503 and ReadyPath reports it.
 func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, error) {
+	if err := cfg.CheckUpstream(); err != nil {
+		return nil, err
+	}
+	log = redactLog(log, cfg.UpstreamAPIKey, cfg.MailAPIKey, cfg.LedgerToken)
 	led, err := ledger.Open(ctx, cfg.LedgerURL, cfg.LedgerToken)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
+		return nil, err
 	}
-	if err := led.Migrate(ctx); err != nil {
+	if err := led.RequireMigrated(ctx); err != nil {
 		led.Close()
-		return nil, fmt.Errorf("ledger migrations: %w", err)
+		return nil, err
 	}
 	a := &App{Config: cfg, Ledger: led, Log: log, Functions: map[string]*Function{}}
 	a.Egress = egress.New(allowedOrigins(cfg), map[string]egress.Credential{
@@ -71,6 +76,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	a.Releases = canary.NewTable(canary.Options{
 		Engine: eng, Ledger: led, DataDir: cfg.DataDir, PoolSize: cfg.PoolSize,
 		Grace: cfg.RequestTimeout + 5*time.Second, Log: log,
+		ClientAddr: a.client().Of,
 	})
 	handlers := map[string]server.Handler{}
 	for _, name := range functionNames(routes.Table) {
@@ -94,15 +100,41 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		log.Error("some releases were not applied; those functions serve their built module", "error", err.Error())
 	}
 	a.Releases.Start(releasePoll)
-	a.Server = &server.Server{Routes: routes.Table, Functions: handlers, Timeout: cfg.RequestTimeout, Log: log}
+	a.Server = &server.Server{
+		Routes: routes.Table, Functions: handlers, Timeout: cfg.RequestTimeout, Log: log,
+		Client:      a.client(),
+		BodyTimeout: cfg.BodyTimeout,
+	}
 	// GET requests no route takes are the browser console's page and assets.
 	a.Server.Static = console.Handler()
-	a.handler = a.Releases.Wrap(a.Server)
+	a.handler = a.probes(a.Releases.Wrap(a.Server))
 	return a, nil
+}
+
+// client is how the host tells a request's client address (trusted proxies).
+func (a *App) client() server.ClientAddr {
+	return server.ClientAddr{Trusted: a.Config.TrustedProxies, Header: a.Config.ForwardedHeader}
 }
 
 // Handler is the host's HTTP handler.
 func (a *App) Handler() http.Handler { return a.handler }
+
+// HTTPServer returns the http.Server the host listens with: its handler,
+// and the limits on what one client may hold (README, "Configuration"):
+// the time to send its headers, their size, and how long an idle
+// keep-alive connection is kept. The body's own deadline is the server's
+// (server.Server.BodyTimeout), set per request once the headers are in.
+// There is no write timeout: a decision may take the whole request
+// timeout, and the function's deadline already bounds it.
+func (a *App) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           a.handler,
+		ReadHeaderTimeout: a.Config.ReadHeaderTimeout,
+		IdleTimeout:       a.Config.IdleTimeout,
+		MaxHeaderBytes:    a.Config.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+	}
+}
 
 // Close releases the pools, the engine and the ledger.
 func (a *App) Close(ctx context.Context) {

@@ -26,6 +26,7 @@ type Function struct {
 	err  error
 	// loaded is fn once loaded, read without waiting on once.
 	loaded atomic.Pointer[wrt.Function]
+	failed atomic.Bool
 }
 
 func (a *App) loader(name string, wasm []byte) *Function {
@@ -45,9 +46,16 @@ func (f *Function) Ready() (*wrt.Function, error) {
 	f.once.Do(func() {
 		f.fn, f.err = f.load()
 		f.loaded.Store(f.fn)
+		f.failed.Store(f.err != nil)
 	})
 	return f.fn, f.err
 }
+
+// Loaded reports whether the module is loaded and serving.
+func (f *Function) Loaded() bool { return f.loaded.Load() != nil }
+
+// Failed reports whether loading the module was tried and failed.
+func (f *Function) Failed() bool { return f.failed.Load() }
 
 // Handle serves req once the module is loaded. Loading is the host's cost,
 // not the function's: the request's deadline is moved by the time spent

@@ -38,7 +38,7 @@ type host struct {
 func startHost(t *testing.T) *host {
 	t.Helper()
 	ctx := context.Background()
-	led, err := ledger.Open(ctx, "file:"+filepath.Join(t.TempDir(), "ledger.db"), "")
+	led, err := ledger.OpenWith(ctx, "file:"+filepath.Join(t.TempDir(), "ledger.db"), "", ledger.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func servedFrom(ctx context.Context) *atomic.Pointer[string] {
 // trap or a timeout, which never pass back through a Release.
 func (t *Table) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == MetricsPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) && loopback(r.RemoteAddr) {
+		if r.URL.Path == MetricsPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) && t.local(r) {
 			t.serveMetrics(w, r)
 			return
 		}
@@ -69,6 +69,15 @@ func (w *versionWriter) Write(p []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the real writer.
 func (w *versionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// local reports whether r comes from this machine: its connection, and the
+// client behind any trusted proxy.
+func (t *Table) local(r *http.Request) bool {
+	if !loopback(r.RemoteAddr) {
+		return false
+	}
+	return t.opts.ClientAddr == nil || loopback(t.opts.ClientAddr(r))
+}
 
 func loopback(remoteAddr string) bool {
 	host, _, err := net.SplitHostPort(remoteAddr)

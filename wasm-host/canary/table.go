@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -29,6 +30,11 @@ type Options struct {
 	// finishes on it. The request timeout is the right value; 0 means 60 s.
 	Grace time.Duration
 	Log   *slog.Logger
+	// ClientAddr, when set, returns the client address of a request as the
+	// server decides it (behind trusted proxies, the forwarded client); the
+	// metrics endpoint answers only when it is a loopback address too, so a
+	// proxy on the same machine does not make every client local.
+	ClientAddr func(*http.Request) string
 }
 
 // Table holds the releases of every function a host serves and keeps them

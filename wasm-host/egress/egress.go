@@ -107,8 +107,15 @@ func (c *Client) Fetch(ctx context.Context, r *abi.FetchRequest) abi.FetchRespon
 		if h.Name == "authorization" || h.Name == "cookie" || h.Name == "host" {
 			continue // only the host authenticates, and only with a named credential
 		}
+		if h.Name == "accept-encoding" {
+			// The transport asks for gzip and decodes it itself; a body the
+			// guest asked to keep compressed could not be checked for the
+			// credential (below).
+			continue
+		}
 		req.Header.Add(h.Name, h.Value)
 	}
+	var secret string
 	if r.Credential != "" {
 		cred, ok := c.Credentials[r.Credential]
 		if !ok || cred.Origin == "" || origin != cred.Origin {
@@ -116,6 +123,7 @@ func (c *Client) Fetch(ctx context.Context, r *abi.FetchRequest) abi.FetchRespon
 		}
 		if cred.Token != "" {
 			req.Header.Set("Authorization", "Bearer "+cred.Token)
+			secret = cred.Token
 		}
 	}
 	resp, err := c.HTTP.Do(req)
@@ -130,6 +138,13 @@ func (c *Client) Fetch(ctx context.Context, r *abi.FetchRequest) abi.FetchRespon
 	if int64(len(data)) > maxBytes {
 		return abi.FetchResponse{ErrKind: abi.FetchErrTooLarge, ErrMsg: fmt.Sprintf("response body over %d bytes", maxBytes)}
 	}
+	if secret != "" && echoes(secret, data, resp.Header) {
+		// The upstream answered with the operator's own credential, in its
+		// body or a header: none of the answer may reach the guest, which
+		// could pass it to a caller or a log. Nothing of it is logged here
+		// either; the guest turns the kind into a platform error.
+		return abi.FetchResponse{ErrKind: abi.FetchErrCredentialLeak, ErrMsg: "the answer contained the credential sent with the request; it was dropped"}
+	}
 	out := abi.FetchResponse{Status: resp.StatusCode, Body: data}
 	for name, values := range resp.Header {
 		lname := strings.ToLower(name)
@@ -141,6 +156,35 @@ func (c *Client) Fetch(ctx context.Context, r *abi.FetchRequest) abi.FetchRespon
 		}
 	}
 	return out
+}
+
+// echoes reports whether an answer contains secret: in its body or in any
+// header name or value, as sent or in the escaped forms an echo takes
+// (JSON's \/, percent-encoding), so an upstream that reflects the request
+// it received cannot hand the operator's key to a guest.
+func echoes(secret string, body []byte, header http.Header) bool {
+	forms := []string{secret}
+	for _, f := range []string{strings.ReplaceAll(secret, "/", `\/`), url.QueryEscape(secret), url.PathEscape(secret)} {
+		if f != secret {
+			forms = append(forms, f)
+		}
+	}
+	for _, f := range forms {
+		if bytes.Contains(body, []byte(f)) {
+			return true
+		}
+		for name, values := range header {
+			if strings.Contains(name, f) {
+				return true
+			}
+			for _, v := range values {
+				if strings.Contains(v, f) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func failure(ctx context.Context, err error) abi.FetchResponse {

@@ -4,15 +4,19 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"testing"
 
 	"decisiongateway/shared/abi"
 )
 
-// echoAuth answers with the Authorization header it received.
+// echoAuth answers with the Authorization header it received, in upper
+// case: an answer holding the credential itself would never reach the
+// guest (TestAnswersEchoingTheCredentialAreDropped).
 func echoAuth() *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte(r.Header.Get("Authorization")))
+		w.Write([]byte(strings.ToUpper(r.Header.Get("Authorization"))))
 	}))
 }
 
@@ -31,8 +35,8 @@ func TestEachCredentialIsBoundToItsOrigin(t *testing.T) {
 	cases := []struct {
 		url, cred, want, errKind string
 	}{
-		{up.URL, "upstream", "Bearer sk-up", ""},
-		{mail.URL, "mail", "Bearer mk-mail", ""},
+		{up.URL, "upstream", "BEARER SK-UP", ""},
+		{mail.URL, "mail", "BEARER MK-MAIL", ""},
 		{mail.URL, "upstream", "", abi.FetchErrDenied},
 		{up.URL, "mail", "", abi.FetchErrDenied},
 		{up.URL, "nosuch", "", abi.FetchErrDenied},
@@ -56,5 +60,52 @@ func TestCredentialWithoutOriginIsNeverSent(t *testing.T) {
 	c := New([]string{Origin(srv.URL)}, map[string]Credential{"mail": {Token: "mk", Origin: ""}})
 	if res := c.Fetch(context.Background(), &abi.FetchRequest{URL: srv.URL, Credential: "mail"}); res.ErrKind != abi.FetchErrDenied {
 		t.Fatalf("got %+v", res)
+	}
+}
+
+// An answer to a request that carried a credential, holding that
+// credential anywhere (success or error body, a header value, a redirect,
+// escaped as JSON or a URL would), is dropped whole: the guest gets the
+// credential_leak kind, no status, no header and no byte of the body.
+// Answers without it, and requests that carried no credential, pass.
+func TestAnswersEchoingTheCredentialAreDropped(t *testing.T) {
+	const key = "sk-live/echo+me=="
+	var answer func(w http.ResponseWriter)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { answer(w) }))
+	defer srv.Close()
+	c := New([]string{Origin(srv.URL)}, map[string]Credential{"upstream": {Token: key, Origin: Origin(srv.URL)}})
+	cases := []struct {
+		name   string
+		answer func(w http.ResponseWriter)
+		leak   bool
+	}{
+		{"success body", func(w http.ResponseWriter) { w.Write([]byte(`{"model":"m","debug":"Bearer ` + key + `"}`)) }, true},
+		{"error body", func(w http.ResponseWriter) { w.WriteHeader(401); w.Write([]byte(`{"error":"bad key ` + key + `"}`)) }, true},
+		{"header value", func(w http.ResponseWriter) { w.Header().Set("X-Request-Id", "req-"+key); w.Write([]byte(`{}`)) }, true},
+		{"redirect", func(w http.ResponseWriter) { w.Header().Set("Location", "/again?key="+key); w.WriteHeader(302) }, true},
+		{"JSON-escaped", func(w http.ResponseWriter) { w.Write([]byte(`{"k":"` + strings.ReplaceAll(key, "/", `\/`) + `"}`)) }, true},
+		{"percent-encoded", func(w http.ResponseWriter) { w.Write([]byte("key=" + url.QueryEscape(key))) }, true},
+		{"clean", func(w http.ResponseWriter) { w.Header().Set("X-Request-Id", "req-1"); w.Write([]byte(`{"model":"m"}`)) }, false},
+	}
+	for _, tc := range cases {
+		answer = tc.answer
+		res := c.Fetch(context.Background(), &abi.FetchRequest{Method: "POST", URL: srv.URL + "/v1/service", Credential: "upstream"})
+		if tc.leak {
+			if res.ErrKind != abi.FetchErrCredentialLeak || res.Status != 0 || len(res.Headers) != 0 || len(res.Body) != 0 || strings.Contains(res.ErrMsg, key) {
+				t.Errorf("%s: %+v", tc.name, res)
+			}
+		} else if res.ErrKind != "" || res.Status != 200 {
+			t.Errorf("%s: %+v", tc.name, res)
+		}
+	}
+	// The same echo to a request that carried no credential gave nothing
+	// away: it is the guest's own data.
+	answer = cases[0].answer
+	if res := c.Fetch(context.Background(), &abi.FetchRequest{URL: srv.URL}); res.ErrKind != "" || res.Status != 200 {
+		t.Errorf("no credential: %+v", res)
+	}
+	// The model binding (the edge kind) goes through the same check.
+	if res := c.RunAI(context.Background(), srv.URL, &abi.AIRequest{Model: "vendor/model", Input: []byte(`{}`)}); res.ErrKind != abi.FetchErrCredentialLeak || len(res.Output) != 0 {
+		t.Errorf("ai: %+v", res)
 	}
 }

@@ -4,7 +4,9 @@
 package hostconfig
 
 import (
+	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -27,6 +29,19 @@ type Config struct {
 	RequestTimeout time.Duration
 	FunctionsDir   string
 	Dev            bool
+
+	// Origin is SERVICE_ORIGIN, checked to be an origin a browser sends.
+	Origin string
+	// TrustedProxies are the addresses (GATEWAY_TRUSTED_PROXIES) whose
+	// ForwardedHeader is believed; with none, every forwarded header is
+	// ignored and the client is the connection's peer.
+	TrustedProxies  []netip.Prefix
+	ForwardedHeader string // "X-Forwarded-For" or "Forwarded"
+	// What a slow or hostile client may hold (README, "Configuration").
+	ReadHeaderTimeout time.Duration
+	BodyTimeout       time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
 
 	// plain holds the settings modules may read (see Get).
 	plain map[string]string
@@ -61,7 +76,18 @@ func From(getenv func(string) string) (*Config, error) {
 		FunctionsDir:   or(getenv("GATEWAY_FUNCTIONS_DIR"), "build/functions"),
 		PoolSize:       8,
 		RequestTimeout: 60 * time.Second,
-		plain:          map[string]string{},
+		Origin:         or(getenv("SERVICE_ORIGIN"), "http://127.0.0.1:8787"),
+
+		ForwardedHeader:   "X-Forwarded-For",
+		ReadHeaderTimeout: 10 * time.Second,
+		BodyTimeout:       30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+
+		plain: map[string]string{},
+	}
+	if err := checkOrigin(c.Origin); err != nil {
+		return nil, err
 	}
 	switch c.UpstreamKind {
 	case "", "vendor", "edge", "router":
@@ -80,12 +106,46 @@ func From(getenv func(string) string) (*Config, error) {
 		}
 		c.PoolSize = n
 	}
-	if v := getenv("GATEWAY_REQUEST_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("GATEWAY_REQUEST_TIMEOUT=%q: want a Go duration such as 30s", v)
+	for name, d := range map[string]*time.Duration{
+		"GATEWAY_REQUEST_TIMEOUT":     &c.RequestTimeout,
+		"GATEWAY_READ_HEADER_TIMEOUT": &c.ReadHeaderTimeout,
+		"GATEWAY_BODY_TIMEOUT":        &c.BodyTimeout,
+		"GATEWAY_IDLE_TIMEOUT":        &c.IdleTimeout,
+	} {
+		if v := getenv(name); v != "" {
+			parsed, err := time.ParseDuration(v)
+			if err != nil || parsed <= 0 {
+				return nil, fmt.Errorf("%s=%q: want a Go duration such as 30s", name, v)
+			}
+			*d = parsed
 		}
-		c.RequestTimeout = d
+	}
+	if v := getenv("GATEWAY_MAX_HEADER_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 4096 {
+			return nil, fmt.Errorf("GATEWAY_MAX_HEADER_BYTES=%q: want a whole number ≥ 4096", v)
+		}
+		c.MaxHeaderBytes = n
+	}
+	if v := getenv("GATEWAY_TRUSTED_PROXIES"); v != "" {
+		p, err := ParseTrustedProxies(v)
+		if err != nil {
+			return nil, fmt.Errorf("GATEWAY_TRUSTED_PROXIES=%q: %w", v, err)
+		}
+		c.TrustedProxies = p
+	}
+	if v := getenv("GATEWAY_FORWARDED_HEADER"); v != "" {
+		switch {
+		case strings.EqualFold(v, "X-Forwarded-For"):
+			c.ForwardedHeader = "X-Forwarded-For"
+		case strings.EqualFold(v, "Forwarded"):
+			c.ForwardedHeader = "Forwarded"
+		default:
+			return nil, fmt.Errorf("GATEWAY_FORWARDED_HEADER=%q: want X-Forwarded-For or Forwarded", v)
+		}
+		if len(c.TrustedProxies) == 0 {
+			return nil, errors.New("GATEWAY_FORWARDED_HEADER is set but GATEWAY_TRUSTED_PROXIES is not: no forwarded header is read without trusted proxies")
+		}
 	}
 	if v := getenv("SERVICE_IDEMPOTENCY_TTL"); v != "" {
 		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
@@ -107,6 +167,80 @@ func From(getenv func(string) string) (*Config, error) {
 	// Functions budget their upstream calls inside the host's deadline.
 	c.plain["GATEWAY_REQUEST_TIMEOUT"] = c.RequestTimeout.String()
 	return c, nil
+}
+
+// CheckUpstream refuses an upstream that names a kind without the URL it
+// needs, or a URL without a kind: such a host would start, look ready, and
+// fail every decision. Serving calls it after --dev has put its emulator in
+// place. No kind and no URL is allowed: the host then serves accounts and
+// the console, answers decisions 503 and reports itself not ready.
+func (c *Config) CheckUpstream() error {
+	switch {
+	case c.UpstreamKind != "" && c.UpstreamURL == "":
+		what := "its base URL, including /v1"
+		switch c.UpstreamKind {
+		case "router":
+			what = "the router's base URL (the one before /chat/completions)"
+		case "edge":
+			what = "the Workers AI REST base URL this host calls as the model binding (POST {UPSTREAM_URL}/run/{model})"
+		}
+		return fmt.Errorf("UPSTREAM_KIND=%s needs UPSTREAM_URL: %s; or unset UPSTREAM_KIND to serve with no upstream", c.UpstreamKind, what)
+	case c.UpstreamKind == "" && c.UpstreamURL != "":
+		return fmt.Errorf("UPSTREAM_URL is set but UPSTREAM_KIND is not: name the upstream's protocol (vendor, edge or router)")
+	}
+	return nil
+}
+
+// checkOrigin accepts exactly what a browser sends as Origin for the
+// console: lower-case scheme and host, a port only when it is not the
+// scheme's default, no path, query or credentials. The console's writes
+// are refused unless Origin equals SERVICE_ORIGIN byte for byte, so any
+// other spelling would refuse every write.
+func checkOrigin(v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.Opaque != "" {
+		return fmt.Errorf("SERVICE_ORIGIN=%q: want the console's origin, such as https://gateway.example.com (scheme://host[:port])", v)
+	}
+	want := u.Scheme + "://" + strings.ToLower(u.Host)
+	if port := u.Port(); (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+		want = u.Scheme + "://" + strings.ToLower(u.Hostname())
+		if strings.Contains(u.Hostname(), ":") {
+			want = u.Scheme + "://[" + strings.ToLower(u.Hostname()) + "]"
+		}
+	}
+	if v != want || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+		return fmt.Errorf("SERVICE_ORIGIN=%q: want the origin exactly as a browser sends it, %q (lower case, no path, not even /, no default port)", v, want)
+	}
+	return nil
+}
+
+// ParseTrustedProxies reads a comma-separated list of CIDRs (10.0.0.0/8,
+// fd00::/8) or single addresses (192.0.2.10, meaning /32 or /128).
+func ParseTrustedProxies(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if strings.Contains(item, "/") {
+			p, err := netip.ParsePrefix(item)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8", item)
+			}
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(item)
+		if err != nil || a.Zone() != "" {
+			return nil, fmt.Errorf("%q is neither an address nor a CIDR", item)
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no address or CIDR")
+	}
+	return out, nil
 }
 
 // Set overrides a module-visible setting (used by --dev to point the

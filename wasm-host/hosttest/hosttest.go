@@ -15,6 +15,7 @@ import (
 
 	"decisiongateway/wasm-host/app"
 	"decisiongateway/wasm-host/hostconfig"
+	"decisiongateway/wasm-host/ledger"
 	"decisiongateway/wasm-host/sqldtest"
 	"decisiongateway/wasm-host/testenv"
 )
@@ -25,13 +26,15 @@ type Host struct {
 	App    *app.App
 	Server *httptest.Server
 	t      testing.TB
+	logs   *testenv.Output
 }
 
 // Start runs a host with env as its environment. LIBSQL_URL defaults to a
 // fresh embedded file, or to a fresh real sqld when the process environment
 // has TEST_LEDGER=sqld (make test runs the end-to-end suites both ways);
 // GATEWAY_FUNCTIONS_DIR defaults to the repo's build/functions. Logs are
-// discarded unless env["TEST_LOG"] is set.
+// kept for Logs, and also written to the test's log when env["TEST_LOG"]
+// is set.
 func Start(t testing.TB, env map[string]string) *Host {
 	t.Helper()
 	e := map[string]string{
@@ -49,17 +52,47 @@ func Start(t testing.TB, env map[string]string) *Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var w io.Writer = io.Discard
+	logs := &testenv.Output{}
+	var w io.Writer = logs
 	if e["TEST_LOG"] != "" {
-		w = testWriter{t}
+		w = io.MultiWriter(logs, testWriter{t})
 	}
+	// As an operator would: `gateway admin migrate` first, since the host
+	// refuses a ledger that does not exist or is not migrated.
+	Migrate(t, cfg.LedgerURL)
 	a, err := app.New(context.Background(), cfg, slog.New(slog.NewJSONHandler(w, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(a.Handler())
+	// The host's own http.Server settings (header and idle timeouts, header
+	// size), so tests with real sockets meet what `gateway serve` runs.
+	srv := httptest.NewUnstartedServer(a.Handler())
+	srv.Config = a.HTTPServer()
+	srv.Start()
 	t.Cleanup(func() { srv.Close(); a.Close(context.Background()) })
-	return &Host{URL: srv.URL, App: a, Server: srv, t: t}
+	return &Host{URL: srv.URL, App: a, Server: srv, t: t, logs: logs}
+}
+
+// Logs returns every line the host has logged so far (JSON, one a line).
+func (h *Host) Logs() string {
+	if h.logs == nil {
+		return ""
+	}
+	return h.logs.String()
+}
+
+// Migrate creates the ledger at url if it is a file that does not exist
+// and applies every migration, as `gateway admin migrate` does.
+func Migrate(t testing.TB, url string) {
+	t.Helper()
+	led, err := ledger.OpenWith(context.Background(), url, "", ledger.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	if err := led.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 type testWriter struct{ t testing.TB }

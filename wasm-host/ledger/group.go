@@ -66,10 +66,20 @@ const (
 // safe); a server that stays unreachable fails the batches after that.
 const transportRetries = 2
 
+// transportBackoffCap keeps the serving default's short waits (two quick
+// retries) unless the executor was opened with patience to spend.
+func transportBackoffCap(patience time.Duration) time.Duration {
+	if patience > 0 {
+		return transientBackoffCap
+	}
+	return backoffCap
+}
+
 // commit runs a group until every batch in it has an outcome.
 func (e *Executor) commit(group []*job) {
 	var (
 		bo         backoff
+		tbo        = backoff{limit: transportBackoffCap(e.patience)}
 		start      = time.Now()
 		transports = 0
 	)
@@ -79,6 +89,12 @@ func (e *Executor) commit(group []*job) {
 			return
 		}
 		a := e.attempt(group)
+		if a.err != nil && isRefused(a.err) {
+			// The server refused the request before running any of it, even
+			// one that carried a COMMIT or a lone write: retry it like a
+			// failed BEGIN.
+			a.stage = stageBegin
+		}
 		switch {
 		case a.err == nil:
 			for i, j := range group {
@@ -88,8 +104,8 @@ func (e *Executor) commit(group []*job) {
 
 		case isBusy(a.err):
 			// Another host holds the write lock; nothing was committed.
-			if time.Since(start) > busyBudget {
-				finishAll(group, failed("ledger: database stayed locked for %s: %s", busyBudget, message(a.err)))
+			if budget := max(busyBudget, e.patience); time.Since(start) > budget {
+				finishAll(group, failed("ledger: database stayed locked for %s: %s", budget, message(a.err)))
 				return
 			}
 			if !sleep(bo.next(), e.closing) {
@@ -125,12 +141,14 @@ func (e *Executor) commit(group []*job) {
 
 		default:
 			// The connection failed before COMMIT: nothing was committed.
+			// Serving retries twice at once; an executor with patience keeps
+			// trying, further and further apart, while it lasts.
 			transports++
-			if transports > transportRetries {
+			if transports > transportRetries && time.Since(start)+tbo.peek() > e.patience {
 				finishAll(group, failed("ledger: %s", message(a.err)))
 				return
 			}
-			if !sleep(bo.next(), e.closing) {
+			if !sleep(tbo.next(), e.closing) {
 				finishAll(group, abi.BatchResult{Err: ErrClosed.Error()})
 				return
 			}

@@ -25,7 +25,7 @@ func testCtx(t testing.TB) context.Context {
 
 func openT(t testing.TB, url string) *Executor {
 	t.Helper()
-	e, err := Open(testCtx(t), url, "")
+	e, err := OpenWith(testCtx(t), url, "", Options{Create: true})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", url, err)
 	}

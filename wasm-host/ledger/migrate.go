@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/tursodatabase/libsql-client-go/sqliteparserutils"
 
@@ -96,6 +97,63 @@ func migrationBatch(m schema.Migration) (*abi.Batch, error) {
 func (e *Executor) execErr(ctx context.Context, b *abi.Batch) error {
 	if res := e.Exec(ctx, b); res.Err != "" {
 		return errors.New(res.Err)
+	}
+	return nil
+}
+
+// Pending returns the names of the migrations embedded in this build that
+// the ledger has not recorded, in version order: all of them for a ledger
+// that was never migrated. It only reads, so a readiness check may call it.
+func (e *Executor) Pending(ctx context.Context) ([]string, error) {
+	migrations, err := schema.Migrations()
+	if err != nil {
+		return nil, err
+	}
+	// Two lone reads rather than one batch: a lone statement runs without
+	// BEGIN IMMEDIATE, so checking never takes the write lock.
+	res := e.Exec(ctx, &abi.Batch{Steps: []abi.Statement{{SQL: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"}}})
+	if res.Err != "" {
+		return nil, errors.New(res.Err)
+	}
+	applied := map[int]bool{}
+	if res.Steps[0].Rows[0][0].AsInt() > 0 {
+		if applied, err = e.appliedVersions(ctx); err != nil {
+			return nil, err
+		}
+	}
+	var pending []string
+	for _, m := range migrations {
+		if !applied[m.Version] {
+			pending = append(pending, m.Name)
+		}
+	}
+	return pending, nil
+}
+
+// NotMigratedError is RequireMigrated's refusal.
+type NotMigratedError struct {
+	Ledger  string   // the ledger's name (Executor.Name)
+	Pending []string // the migrations it lacks
+}
+
+func (e *NotMigratedError) Error() string {
+	return fmt.Sprintf("ledger %s is not migrated (%s not applied): run `bin/gateway admin migrate` with the same LIBSQL_URL first",
+		e.Ledger, strings.Join(e.Pending, ", "))
+}
+
+// RequireMigrated fails with a *NotMigratedError unless the ledger has every
+// migration this build embeds. Only `gateway admin migrate` changes the
+// schema; serving, and every other command, refuse a ledger it has not
+// prepared instead of creating tables in whatever database the URL names.
+// A ledger with migrations this build does not know (a newer build
+// migrated it) is accepted: migrations only add.
+func (e *Executor) RequireMigrated(ctx context.Context) error {
+	pending, err := e.Pending(ctx)
+	if err != nil {
+		return fmt.Errorf("ledger %s: %w", e.name, err)
+	}
+	if len(pending) > 0 {
+		return &NotMigratedError{Ledger: e.name, Pending: pending}
 	}
 	return nil
 }

@@ -24,6 +24,30 @@ const DefaultURL = "file:.data/ledger.db"
 // ErrClosed is reported for batches sent after Close.
 var ErrClosed = errors.New("ledger: executor closed")
 
+// Options are the choices of OpenWith beyond the ledger's URL.
+type Options struct {
+	// Create lets OpenWith create a file: ledger that does not exist, and
+	// its folder. Only `gateway admin migrate` sets it: a command run from
+	// another folder, or with a mistyped path, would otherwise work on a new
+	// empty ledger beside the real one, and a key it printed would be
+	// unknown to the server.
+	Create bool
+	// Patience is how long a failure known not to have committed anything
+	// (the database locked by another host, a server that refused or could
+	// not be reached before COMMIT, sqld's "429 Timed out while opening
+	// database connection") keeps being retried, with jittered backoff,
+	// before a batch fails. Zero keeps the serving default: two retries of
+	// a transport failure, and busy retries for as long as the caller's
+	// context allows. Operator commands, which have no client waiting on a
+	// deadline, are more patient (OperatorPatience).
+	Patience time.Duration
+}
+
+// OperatorPatience is the Patience of operator commands: long enough to
+// ride out a sqld restart (about 2 s) or a burst of concurrent commands,
+// short enough that a wrong URL fails while the operator is still looking.
+const OperatorPatience = 15 * time.Second
+
 // embeddedPragmas are set on every embedded connection. WAL lets a second
 // host (or an operator's sqlite3 shell) read while the gateway writes;
 // busy_timeout makes SQLite wait for another process's write lock instead of
@@ -41,6 +65,8 @@ var embeddedPragmas = []string{
 // concurrent use; batches are executed one transaction at a time by a single
 // writer goroutine (see the package comment). Close it when done.
 type Executor struct {
+	name     string // the ledger as error messages name it (no query, absolute file path)
+	patience time.Duration
 	db       *sql.DB
 	remote   bool
 	hrana    *hranaClient // remote servers: whole batches in one request
@@ -67,23 +93,30 @@ const defaultMaxGroup = 32
 // than being cut off half way, so its caller learns what happened.
 const txTimeout = 10 * time.Second
 
-// Open connects to the ledger at url:
+// Open connects to the existing ledger at url:
 //
 //	file:PATH            embedded SQLite (modernc.org/sqlite, no cgo); the
-//	                     directory is created; "" means DefaultURL
+//	                     file must exist (see Options.Create); "" means
+//	                     DefaultURL
 //	http://HOST:PORT     sqld over Hrana HTTP
 //	libsql://HOST:PORT?tls=0  the same, in libSQL's spelling
 //	libsql://HOST        Turso or any sqld behind TLS
 //
 // authToken is sent as a bearer token to remote servers and ignored for
-// files. Open checks that the database answers before returning.
+// files. Open checks that the database answers before returning; it does
+// not check the schema (RequireMigrated does).
 func Open(ctx context.Context, url, authToken string) (*Executor, error) {
-	return open(ctx, url, authToken, defaultMaxGroup)
+	return OpenWith(ctx, url, authToken, Options{})
 }
 
-// open is Open with the group size as a parameter, for benchmarks that
+// OpenWith is Open with Options.
+func OpenWith(ctx context.Context, url, authToken string, o Options) (*Executor, error) {
+	return open(ctx, url, authToken, o, defaultMaxGroup)
+}
+
+// open is OpenWith with the group size as a parameter, for benchmarks that
 // compare group commit (maxGroup > 1) with one transaction per batch.
-func open(ctx context.Context, url, authToken string, maxGroup int) (*Executor, error) {
+func open(ctx context.Context, url, authToken string, o Options, maxGroup int) (*Executor, error) {
 	if url == "" {
 		url = DefaultURL
 	}
@@ -91,15 +124,20 @@ func open(ctx context.Context, url, authToken string, maxGroup int) (*Executor, 
 		connector driver.Connector
 		remote    bool
 		err       error
+		name      = redact(url)
 	)
 	if strings.HasPrefix(url, "file:") {
-		connector, err = embeddedConnector(url)
+		var path string
+		connector, path, err = embeddedConnector(url, o.Create)
+		if path != "" {
+			name = "file:" + path
+		}
 	} else {
 		remote = true
 		connector, err = remoteConnector(url, authToken)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ledger: %s: %w", redact(url), err)
+		return nil, fmt.Errorf("ledger %s: %w", name, err)
 	}
 	db := sql.OpenDB(connector)
 	// One connection is all the single writer needs. For a file it keeps
@@ -107,21 +145,20 @@ func open(ctx context.Context, url, authToken string, maxGroup int) (*Executor, 
 	// is one Hrana stream.
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
-	// A query, not PingContext: libsql-client-go's HTTP connection does not
-	// implement driver.Pinger, so a ping would not reach the server.
-	var one int
-	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+	if err := answers(ctx, db, o.Patience); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("ledger: %s: %w", redact(url), err)
+		return nil, fmt.Errorf("ledger %s: %w", name, err)
 	}
 	var hc *hranaClient
 	if remote {
 		if hc, err = newHranaClient(url, authToken); err != nil {
 			db.Close()
-			return nil, fmt.Errorf("ledger: %s: %w", redact(url), err)
+			return nil, fmt.Errorf("ledger %s: %w", name, err)
 		}
 	}
 	e := &Executor{
+		name:     name,
+		patience: o.Patience,
 		hrana:    hc,
 		db:       db,
 		remote:   remote,
@@ -148,10 +185,34 @@ func (e *Executor) Close() error {
 	return e.closeErr
 }
 
+// answers checks that the database answers a query, retrying a failure
+// within patience: the query reads nothing, so trying again is always safe.
+// A query, not PingContext: libsql-client-go's HTTP connection does not
+// implement driver.Pinger, so a ping would not reach the server.
+func answers(ctx context.Context, db *sql.DB, patience time.Duration) error {
+	start := time.Now()
+	bo := backoff{limit: transientBackoffCap}
+	for {
+		var one int
+		err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+		if err == nil || !(isBusy(err) || isTransport(err)) || time.Since(start)+bo.peek() > patience || ctx.Err() != nil {
+			return err
+		}
+		if !sleep(bo.next(), ctx.Done()) {
+			return err
+		}
+	}
+}
+
+// Name is the ledger as messages name it: its URL without the query, or
+// for a file its absolute path.
+func (e *Executor) Name() string { return e.name }
+
 // embeddedConnector prepares a file: URL for modernc.org/sqlite through
-// libsql-client-go: it creates the file's directory and adds the pragmas the
-// caller did not set.
-func embeddedConnector(url string) (driver.Connector, error) {
+// libsql-client-go: it checks that the file exists, or with create makes
+// its directory, and adds the pragmas the caller did not set. It returns
+// the file's absolute path ("" for an in-memory database).
+func embeddedConnector(url string, create bool) (driver.Connector, string, error) {
 	rest := strings.TrimPrefix(url, "file:")
 	path, query, _ := strings.Cut(rest, "?")
 	if strings.HasPrefix(path, "//") {
@@ -160,14 +221,24 @@ func embeddedConnector(url string) (driver.Connector, error) {
 	}
 	q, err := neturl.ParseQuery(query)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if path == "" {
-		return nil, errors.New("no file path")
+		return nil, "", errors.New("no file path")
 	}
+	abs := ""
 	if path != ":memory:" && q.Get("mode") != "memory" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return nil, err
+		if abs, err = filepath.Abs(path); err != nil {
+			return nil, "", err
+		}
+		if create {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return nil, abs, err
+			}
+		} else if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, abs, fmt.Errorf("%w: create it with `bin/gateway admin migrate` (LIBSQL_URL names it; a relative path is read from the working directory)", ErrNoLedger)
+		} else if err != nil {
+			return nil, abs, err
 		}
 	}
 	set := map[string]bool{}
@@ -191,8 +262,13 @@ func embeddedConnector(url string) (driver.Connector, error) {
 		}
 		dsn += sep + strings.Join(extra, "&")
 	}
-	return libsql.NewConnector(dsn)
+	c, err := libsql.NewConnector(dsn)
+	return c, abs, err
 }
+
+// ErrNoLedger is reported when a file: ledger does not exist and Options
+// did not ask to create it.
+var ErrNoLedger = errors.New("does not exist")
 
 // remoteConnector builds a Hrana-over-HTTP connector. libsql-client-go
 // refuses a tls query parameter on NewConnector and wants an option instead,

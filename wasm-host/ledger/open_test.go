@@ -1,11 +1,14 @@
 package ledger
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"decisiongateway/schema"
+	"decisiongateway/shared/abi"
 	"decisiongateway/wasm-host/sqldtest"
 )
 
@@ -63,6 +66,55 @@ func TestBackendsShareSettings(t *testing.T) {
 		run(t, e, stmt("CREATE TABLE p (id INTEGER PRIMARY KEY)"), stmt("CREATE TABLE c (p INTEGER REFERENCES p (id))"))
 		if res := e.Exec(testCtx(t), batchOf(stmt("INSERT INTO c VALUES (7)"))); res.Err == "" {
 			t.Error("insert violating a foreign key succeeded")
+		}
+	})
+}
+
+// Only `gateway admin migrate` creates a ledger: opening a file that is not
+// there fails, names the file by its absolute path, and creates nothing,
+// not even its folder.
+func TestOpenRefusesAMissingFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, url := range []string{"", "file:elsewhere/ledger.db", "file://" + filepath.Join(dir, "x", "l.db")} {
+		e, err := Open(testCtx(t), url, "")
+		if err == nil {
+			e.Close()
+			t.Fatalf("%q: opened a ledger that does not exist", url)
+		}
+		if !errors.Is(err, ErrNoLedger) || !strings.Contains(err.Error(), dir+string(filepath.Separator)) || !strings.Contains(err.Error(), "admin migrate") {
+			t.Errorf("%q: %v", url, err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("refused opens left %v behind", entries)
+	}
+}
+
+// A ledger that exists but was never migrated, or lacks a migration of this
+// build, is refused by RequireMigrated with the missing migrations named;
+// after Migrate it is accepted.
+func TestRequireMigratedNamesWhatIsMissing(t *testing.T) {
+	ms, err := schema.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eachBackend(t, func(t *testing.T, url string) {
+		e := openT(t, url)
+		var nm *NotMigratedError
+		if err := e.RequireMigrated(testCtx(t)); !errors.As(err, &nm) || len(nm.Pending) != len(ms) || !strings.Contains(err.Error(), ms[0].Name) {
+			t.Fatalf("fresh ledger: %v", err)
+		}
+		if err := e.Migrate(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.RequireMigrated(testCtx(t)); err != nil {
+			t.Fatalf("migrated ledger refused: %v", err)
+		}
+		last := ms[len(ms)-1]
+		run(t, e, stmt("DELETE FROM schema_migrations WHERE version = ?", abi.Int64(int64(last.Version))))
+		if err := e.RequireMigrated(testCtx(t)); !errors.As(err, &nm) || len(nm.Pending) != 1 || nm.Pending[0] != last.Name || !strings.Contains(err.Error(), e.Name()) {
+			t.Fatalf("ledger one migration behind: %v", err)
 		}
 	})
 }

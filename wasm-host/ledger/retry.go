@@ -23,18 +23,38 @@ const (
 	backoffCap  = 100 * time.Millisecond
 	// busyBudget bounds retries for callers whose context has no deadline.
 	busyBudget = 30 * time.Second
+	// transientBackoffCap is the longest wait between retries of a server
+	// that refused or could not be reached: such a server needs seconds
+	// (a restart, a connection pool draining), not milliseconds, and
+	// retrying it every 100 ms only adds to its load.
+	transientBackoffCap = time.Second
 )
 
 // backoff is "full jitter" exponential backoff: each wait is uniform in
-// [0, min(cap, base·2^n)), which spreads competing hosts apart instead of
-// having them retry in lockstep.
-type backoff struct{ n int }
+// [0, min(limit, base·2^n)), which spreads competing hosts apart instead of
+// having them retry in lockstep. A zero limit means backoffCap.
+type backoff struct {
+	n     int
+	limit time.Duration
+}
+
+func (b *backoff) bound() time.Duration {
+	ceiling := b.limit
+	if ceiling <= 0 {
+		ceiling = backoffCap
+	}
+	limit := backoffBase << min(b.n, 16)
+	if limit > ceiling || limit <= 0 {
+		limit = ceiling
+	}
+	return limit
+}
+
+// peek is the longest the next wait can be.
+func (b *backoff) peek() time.Duration { return b.bound() + time.Millisecond/4 }
 
 func (b *backoff) next() time.Duration {
-	limit := backoffBase << min(b.n, 16)
-	if limit > backoffCap || limit <= 0 {
-		limit = backoffCap
-	}
+	limit := b.bound()
 	b.n++
 	return time.Duration(rand.Int64N(int64(limit))) + time.Millisecond/4
 }
@@ -60,6 +80,18 @@ func isBusy(err error) bool {
 		strings.Contains(msg, "sqlite_busy") ||
 		strings.Contains(msg, "transaction_timeout") ||
 		strings.Contains(msg, "transaction timed out")
+}
+
+// isRefused reports whether err is a server's refusal to run a request at
+// all: sqld answers 429 "Timed out while opening database connection" when
+// it has no connection to give, before it runs anything. Such a request can
+// be sent again even when it carried a COMMIT or a lone write.
+func isRefused(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "error code 429") || strings.Contains(msg, "timed out while opening database connection")
 }
 
 // isTransport reports whether err came from reaching the database rather

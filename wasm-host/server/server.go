@@ -11,8 +11,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +39,14 @@ type Server struct {
 	Log       *slog.Logger
 	// Static, when set, serves GET requests no route matches (the console).
 	Static http.Handler
+	// Client decides the client address a function sees (trusted proxies).
+	Client ClientAddr
+	// BodyTimeout bounds reading a request's body, from the moment its
+	// headers are in; 0 means no bound. A client that sends part of its
+	// body and stalls is answered 408 and its connection closed when it
+	// passes, and no function has run: the body is read whole first, so a
+	// slow client holds a connection and a goroutine, never an instance.
+	BodyTimeout time.Duration
 }
 
 // NewRequestID returns a fresh platform request id: 32 lower-case hex digits.
@@ -51,7 +59,7 @@ func NewRequestID() string {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rid := NewRequestID()
-	resp, fn := s.serve(r, rid)
+	resp, fn := s.serve(w, r, rid)
 	if resp.Status == 0 && s.Static != nil {
 		// No route: the console's static files, which set their own headers.
 		w.Header().Set("X-Request-Id", rid)
@@ -66,7 +74,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve returns the response for r, or Status 0 when no route matches and a
 // static handler should answer.
-func (s *Server) serve(r *http.Request, rid string) (abi.Response, string) {
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string) (abi.Response, string) {
 	route, allow := routes.Match(s.Routes, r.Method, r.URL.Path)
 	if route == nil {
 		if len(allow) > 0 {
@@ -87,7 +95,12 @@ func (s *Server) serve(r *http.Request, rid string) (abi.Response, string) {
 	if maxBody == 0 {
 		maxBody = DefaultMaxBody
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	body, err := s.readBody(w, r, maxBody)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		resp := policy.Error(408, CodeBodyTimeout, "the request body did not arrive in time")
+		resp.Headers.Set("connection", "close")
+		return resp, route.Function
+	}
 	if err != nil {
 		return policy.Error(400, "invalid_body", "the request body could not be read"), route.Function
 	}
@@ -99,7 +112,7 @@ func (s *Server) serve(r *http.Request, rid string) (abi.Response, string) {
 		Method:     r.Method,
 		Path:       r.URL.Path,
 		Query:      r.URL.RawQuery,
-		ClientAddr: clientIP(r),
+		ClientAddr: s.Client.Of(r),
 		RequestID:  rid,
 		Body:       body,
 	}
@@ -182,10 +195,27 @@ func canonical(name string) string {
 	return http.CanonicalHeaderKey(name)
 }
 
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+// CodeBodyTimeout is the platform error for a body that did not arrive
+// within the server's BodyTimeout (schema/errors.md).
+const CodeBodyTimeout = "body_timeout"
+
+// readBody reads at most maxBody+1 bytes of r's body within BodyTimeout.
+// The deadline must not outlive the body: net/http watches for the client
+// hanging up once the body ends, and a read deadline passing then would
+// cancel the request while its function runs. net/http lifts it itself
+// when it starts watching; it is lifted here as well so that this holds
+// whatever the server's version (TestBodyTimeoutDoesNotCutALongDecision).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, maxBody int64) ([]byte, error) {
+	if s.BodyTimeout <= 0 || r.ContentLength == 0 {
+		return io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	}
-	return host
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(s.BodyTimeout)) != nil {
+		return io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err == nil {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return body, err
 }

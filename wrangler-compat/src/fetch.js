@@ -10,8 +10,12 @@ export const DEFAULT_TIMEOUT_MS = 60_000;
 /** Largest response body accepted when the request names no limit. */
 export const DEFAULT_MAX_BYTES = 4 << 20;
 
-/** Request headers a module may not send: only the host authenticates. */
-const REQUEST_HEADERS_DROPPED = new Set(["authorization", "cookie", "host", "content-length"]);
+/**
+ * Request headers a module may not send: only the host authenticates, and
+ * the runtime chooses the encoding (and decodes it), so every body the
+ * credential check below reads is the decoded one.
+ */
+const REQUEST_HEADERS_DROPPED = new Set(["authorization", "cookie", "host", "content-length", "accept-encoding"]);
 
 /** Response headers never handed back to a module. */
 const RESPONSE_HEADERS_DROPPED = new Set(["authorization", "set-cookie"]);
@@ -49,8 +53,9 @@ function failure(errKind, errMsg) {
 
 /**
  * hostFetch performs a decoded FetchRequest and returns a FetchResponse. It
- * never throws: a request that produced no complete HTTP answer comes back
- * with status 0 and an error kind (denied, timeout, connect, too_large).
+ * never throws: a request that produced no complete HTTP answer, or whose
+ * answer held the credential it carried, comes back with status 0 and an
+ * error kind (denied, timeout, connect, too_large, credential_leak).
  * Redirects are returned as they are, never followed: following one could
  * carry the credential to another origin.
  */
@@ -64,12 +69,16 @@ export async function hostFetch(r, env) {
   for (const [name, value] of r.headers) {
     if (!REQUEST_HEADERS_DROPPED.has(name.toLowerCase())) headers.append(name, value);
   }
+  let secret = "";
   if (r.credential) {
     const cred = policy.credentials.get(r.credential);
     if (!cred || cred.origin === "" || dest !== cred.origin) {
       return failure("denied", "credential not available for this destination");
     }
-    if (cred.token) headers.set("authorization", `Bearer ${cred.token}`);
+    if (cred.token) {
+      headers.set("authorization", `Bearer ${cred.token}`);
+      secret = cred.token;
+    }
   }
 
   const timeoutMs = r.timeoutMs || DEFAULT_TIMEOUT_MS;
@@ -98,6 +107,12 @@ export async function hostFetch(r, env) {
       if (e instanceof TooLarge) return failure("too_large", `response body over ${maxBytes} bytes`);
       return broken();
     }
+    if (secret && echoes(secret, body, resp.headers)) {
+      // The upstream answered with the operator's own credential: none of
+      // the answer may reach the module, which could pass it to a caller
+      // or a log, and nothing of it is logged here.
+      return failure("credential_leak", "the answer contained the credential sent with the request; it was dropped");
+    }
     const out = [];
     for (const [name, value] of resp.headers) {
       if (!RESPONSE_HEADERS_DROPPED.has(name)) out.push([name, value]);
@@ -106,6 +121,41 @@ export async function hostFetch(r, env) {
   } finally {
     clearTimeout(timer);
   }
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * echoes reports whether an answer holds secret, in its body or any header
+ * name or value, as sent or in the escaped forms an echo takes (JSON's \/,
+ * percent-encoding), as wasm-host/egress checks it.
+ */
+export function echoes(secret, body, headers) {
+  const forms = new Set([secret, secret.replaceAll("/", "\\/"), encodeURIComponent(secret), queryEscape(secret)]);
+  for (const form of forms) {
+    if (contains(body, encoder.encode(form))) return true;
+    for (const [name, value] of headers) {
+      if (name.includes(form) || value.includes(form)) return true;
+    }
+  }
+  return false;
+}
+
+/** queryEscape is Go's url.QueryEscape: encodeURIComponent with + for space. */
+function queryEscape(s) {
+  return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).replaceAll("%20", "+");
+}
+
+/** contains reports whether bytes holds needle. */
+function contains(bytes, needle) {
+  if (!bytes || needle.length === 0 || needle.length > bytes.length) return false;
+  const first = needle[0];
+  for (let i = bytes.indexOf(first); i !== -1 && i <= bytes.length - needle.length; i = bytes.indexOf(first, i + 1)) {
+    let k = 1;
+    while (k < needle.length && bytes[i + k] === needle[k]) k++;
+    if (k === needle.length) return true;
+  }
+  return false;
 }
 
 /** TooLarge is thrown by readStream when a body passes its limit. */

@@ -12,6 +12,7 @@
 // Cloudflare-Workers-Version-Overrides header for that function's Worker.
 
 import { match } from "./router.js";
+import { probes } from "./probes.js";
 import { stickyKey } from "./sticky.js";
 import {
   REQUEST_ID_HEADER,
@@ -51,11 +52,21 @@ export function forwarded(request, requestId, workerName) {
  * functions function name → { binding, worker }: the env binding of its
  *           Worker and that Worker's name; a routed function missing here
  *           is not deployed and its routes answer 503, as on the wazero host
+ * migrations the ledger migrations ({ version, name }) this build needs,
+ *           which /readyz checks the ledger for (probes.js)
  */
-export function frontWorker({ table, functions }) {
+export function frontWorker({ table, functions, migrations = [] }) {
+  const probe = probes({ table, functions, migrations });
   return {
     async fetch(request, env) {
       const requestId = newRequestId();
+      const probed = await probe(request, env);
+      if (probed) {
+        if (probed.status === 405) {
+          return respond(request, requestId, platformError(405, "method_not_allowed", `this path does not accept ${request.method}`, [["allow", probed.allow]]));
+        }
+        return respond(request, requestId, { status: probed.status, headers: [["content-type", "application/json; charset=utf-8"]], body: JSON.stringify(probed.body) });
+      }
       const url = new URL(request.url);
       const { route, allow } = match(table, request.method, url.pathname);
       if (!route) {

@@ -326,6 +326,20 @@ export class Ledger {
     }
   }
 
+  /**
+   * read runs one read-only statement on its own, outside any transaction,
+   * so it never takes the write lock (readiness checks use it), and returns
+   * its rows as ABI values. It throws a LedgerError when the ledger cannot
+   * be reached or refuses the statement.
+   */
+  async read(sql, args = []) {
+    const stream = new Stream(this.base, this.token);
+    const [res] = await stream.pipeline([{ type: "execute", stmt: stmt(sql, args) }, { type: "close" }]);
+    stream.open = false;
+    if (res?.type !== "ok") throw new LedgerError(`ledger: ${message(res?.error?.message ?? "request failed")}`);
+    return (res.response?.result?.rows ?? []).map((row) => row.map(fromHrana));
+  }
+
   async #run(batch, shapes) {
     const steps = batch.steps;
     // results[k] is known for every decided step; PENDING marks a step sent

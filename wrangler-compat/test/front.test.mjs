@@ -79,3 +79,36 @@ test("the front answers 404, 405 and 503 itself, like the wazero host", async ()
     assert.equal((await resp.json()).error.code, code);
   }
 });
+
+test("the front answers liveness, and readiness with what is not ready", async () => {
+  const fn = binding();
+  const health = await front.fetch(new Request("https://gw.test/healthz"), {});
+  assert.equal(health.status, 200);
+  assert.equal(await health.text(), '{"status":"ok"}');
+  assert.equal(health.headers.get("cache-control"), "no-store");
+  assert.match(health.headers.get("x-request-id"), /^[0-9a-f]{32}$/);
+
+  const ready = await front.fetch(new Request("https://gw.test/readyz"), { FN_CONFIG: fn, UPSTREAM_KIND: "vendor" });
+  assert.equal(ready.status, 503);
+  assert.deepEqual(await ready.json(), {
+    ready: false,
+    checks: { ledger: "not_configured", upstream: "not_configured", functions: "missing" },
+    missingFunctions: ["models", "keys"],
+    reasons: [
+      "ledger not configured: give the front Worker LIBSQL_URL",
+      "upstream not configured: UPSTREAM_KIND=vendor needs UPSTREAM_URL",
+      "functions missing: models, keys",
+    ],
+  });
+  assert.equal(fn.seen.length, 0, "probes reach no function");
+
+  const post = await front.fetch(new Request("https://gw.test/readyz", { method: "POST" }), {});
+  assert.deepEqual([post.status, post.headers.get("allow"), post.headers.get("x-service-error-code")], [405, "GET, HEAD", "method_not_allowed"]);
+});
+
+test("readiness reports a ledger that does not answer as unreachable", async () => {
+  const lonely = frontWorker({ table: [], functions: {}, migrations: [{ version: 1, name: "0001_init.sql" }] });
+  const resp = await lonely.fetch(new Request("https://gw.test/readyz"), { LIBSQL_URL: "http://127.0.0.1:1", UPSTREAM_KIND: "edge" });
+  assert.equal(resp.status, 503);
+  assert.deepEqual(await resp.json(), { ready: false, checks: { ledger: "unreachable", upstream: "ok", functions: "ok" }, reasons: ["ledger unreachable"] });
+});

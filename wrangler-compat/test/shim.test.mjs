@@ -143,6 +143,54 @@ test("fetch adds the upstream key for the upstream only, and never returns it", 
   }
 });
 
+test("fetch drops an answer that echoes the credential it was sent", async () => {
+  const key = "sk-live/echo+me==";
+  let mode = "";
+  const up = await upstream((req, res) => {
+    const auth = req.headers.authorization ?? "";
+    switch (mode) {
+      case "success body":
+        res.end(JSON.stringify({ model: "m", debug: auth }));
+        break;
+      case "error body":
+        res.statusCode = 401;
+        res.end(`{"error":"bad key ${key}"}`);
+        break;
+      case "header":
+        res.setHeader("x-request-id", `req-${key}`);
+        res.end("{}");
+        break;
+      case "redirect":
+        res.statusCode = 302;
+        res.setHeader("location", `/again?key=${encodeURIComponent(key)}`);
+        res.end();
+        break;
+      case "JSON-escaped":
+        res.end(`{"k":"${key.replaceAll("/", "\\/")}"}`);
+        break;
+      default:
+        res.setHeader("x-request-id", "req-1");
+        res.end(`{"model":"m","seen":"${auth.toUpperCase()}"}`);
+    }
+  });
+  try {
+    const env = { UPSTREAM_URL: `${up.url}/v1`, UPSTREAM_API_KEY: key };
+    for (mode of ["success body", "error body", "header", "redirect", "JSON-escaped"]) {
+      const r = await hostFetch(fetchReq(`${up.url}/v1/service`, { method: "POST", credential: "upstream" }), env);
+      assert.deepEqual([r.status, r.errKind, r.headers, r.body], [0, "credential_leak", [], null], mode);
+      assert.ok(!r.errMsg.includes(key), mode);
+    }
+    mode = "clean";
+    const clean = await hostFetch(fetchReq(`${up.url}/v1/service`, { method: "POST", credential: "upstream" }), env);
+    assert.deepEqual([clean.status, clean.errKind], [200, ""]);
+    mode = "success body";
+    const none = await hostFetch(fetchReq(`${up.url}/v1/service`), env);
+    assert.deepEqual([none.status, none.errKind], [200, ""], "an answer to a request without the credential is the module's own");
+  } finally {
+    await up.close();
+  }
+});
+
 test("fetch failures come back as timeout, too_large and connect", async () => {
   const up = await upstream((req, res) => {
     if (req.url === "/slow") setTimeout(() => res.end("late"), 2000).unref();

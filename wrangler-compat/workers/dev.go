@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -15,7 +16,8 @@ import (
 // cmdDev runs every generated Worker in one `wrangler dev` (workerd on this
 // machine), the front Worker first so that it takes the port. Settings and
 // secrets come from an env file, written as each function Worker's
-// .dev.vars (which wrangler reads and git ignores); with -local the AI
+// .dev.vars (which wrangler reads and git ignores), and for the front its
+// plain settings and the ledger's secrets (/readyz); with -local the AI
 // stand-in calls AI_REST_URL, or UPSTREAM_URL when that is unset.
 func cmdDev(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
@@ -38,9 +40,17 @@ func cmdDev(args []string, stdout io.Writer) error {
 	if settings["LIBSQL_URL"] == "" {
 		return errors.New("LIBSQL_URL is not set in -env-file: the Workers need a libSQL server (sqld) over HTTP; migrate it first with `bin/gateway admin migrate`")
 	}
-	var vars strings.Builder
+	var vars, front strings.Builder
 	for k, v := range settings {
 		fmt.Fprintf(&vars, "%s=%s\n", k, strconv.Quote(v))
+		if !isSecret(k) || slices.Contains(FrontSecrets, k) {
+			fmt.Fprintf(&front, "%s=%s\n", k, strconv.Quote(v))
+		}
+	}
+	// The front reads the plain settings and the ledger's secrets for
+	// /readyz, and never the upstream or mail key.
+	if err := os.WriteFile(filepath.Join(*out, m.Front.Dir, ".dev.vars"), []byte(front.String()), 0o600); err != nil {
+		return err
 	}
 	configs := []string{"-c", filepath.Join(*out, m.Front.Dir, "wrangler.toml")}
 	for _, f := range m.Functions {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"decisiongateway/schema"
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/routes"
 )
@@ -36,8 +37,8 @@ type Manifest struct {
 	Missing []string `json:"missing"`
 	// AI is the offline stand-in for the Workers AI binding (local only).
 	AI *Worker `json:"ai,omitempty"`
-	// Vars are the plain settings in every function Worker's [vars]; a
-	// canary version gets the same ones.
+	// Vars are the plain settings in every function Worker's [vars], and
+	// the front's (for /readyz); a canary version gets the same ones.
 	Vars map[string]string `json:"vars"`
 }
 
@@ -305,14 +306,7 @@ export default functionWorker({ module, ...%s });
 		t.WriteString("# The edge-runtime upstream (UPSTREAM_KIND=edge) calls env.AI.run.\n[ai]\nbinding = \"AI\"\n\n")
 	}
 	t.WriteString("# Plain settings modules read (SERVICE_*, UPSTREAM_KIND, UPSTREAM_URL, ...).\n# Secrets (LIBSQL_URL, LIBSQL_AUTH_TOKEN, UPSTREAM_API_KEY, MAIL_API_KEY) are\n# never here: `wrangler secret put`, or --secrets-file on deploy.\n[vars]\n")
-	names := make([]string, 0, len(o.Vars))
-	for name := range o.Vars {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		fmt.Fprintf(&t, "%s = %s\n", name, tomlString(o.Vars[name]))
-	}
+	writeVars(&t, o.Vars)
 	return os.WriteFile(filepath.Join(dir, "wrangler.toml"), []byte(t.String()), 0o644)
 }
 
@@ -329,7 +323,16 @@ func writeFront(o genOptions, m *Manifest) error {
 	for _, f := range m.Functions {
 		functions[f.Function] = map[string]string{"binding": f.Binding, "worker": f.Name}
 	}
-	cfg, err := json.MarshalIndent(map[string]any{"table": o.Routes, "functions": functions}, "", "  ")
+	// /readyz checks the ledger for the migrations of this build.
+	ms, err := schema.Migrations()
+	if err != nil {
+		return err
+	}
+	migrations := []map[string]any{}
+	for _, mg := range ms {
+		migrations = append(migrations, map[string]any{"version": mg.Version, "name": mg.Name})
+	}
+	cfg, err := json.MarshalIndent(map[string]any{"table": o.Routes, "functions": functions, "migrations": migrations}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -353,7 +356,25 @@ export default frontWorker(%s);
 	for _, f := range m.Functions {
 		fmt.Fprintf(&t, "[[services]]\nbinding = %s\nservice = %s\n\n", tomlString(f.Binding), tomlString(f.Name))
 	}
+	t.WriteString("# The plain settings, for /readyz (is an upstream configured?). Its only\n# secrets are LIBSQL_URL and LIBSQL_AUTH_TOKEN, for /readyz's ledger check:\n# deploy -secrets gives it those two and no other.\n[vars]\n")
+	writeVars(&t, o.Vars)
 	return os.WriteFile(filepath.Join(dir, "wrangler.toml"), []byte(t.String()), 0o644)
+}
+
+// FrontSecrets are the secrets the front Worker gets: the ledger's, for
+// /readyz. It never holds the upstream or mail key.
+var FrontSecrets = []string{"LIBSQL_URL", "LIBSQL_AUTH_TOKEN"}
+
+// writeVars writes settings as TOML assignments, in name order.
+func writeVars(t *strings.Builder, vars map[string]string) {
+	names := make([]string, 0, len(vars))
+	for name := range vars {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		fmt.Fprintf(t, "%s = %s\n", name, tomlString(vars[name]))
+	}
 }
 
 func writeAI(o genOptions, m *Manifest) error {

@@ -48,8 +48,11 @@ func TestGenerateFollowsTheRouteTable(t *testing.T) {
 	if !strings.Contains(front, "binding = \"FN_ALPHA\"\nservice = \"dg-alpha\"") || strings.Contains(front, "gamma") {
 		t.Errorf("front wrangler.toml:\n%s", front)
 	}
-	if js := read(t, filepath.Join(out, "front", "worker.js")); !strings.Contains(js, `"pattern": "/g"`) {
-		t.Errorf("the front's table lacks the unbuilt function's route:\n%s", js)
+	if js := read(t, filepath.Join(out, "front", "worker.js")); !strings.Contains(js, `"pattern": "/g"`) || !strings.Contains(js, `"name": "0001_`) {
+		t.Errorf("the front's table lacks the unbuilt function's route or the migrations /readyz checks:\n%s", js)
+	}
+	if !strings.Contains(front, "[vars]\nSERVICE_RATE_LIMIT = \"7\"") {
+		t.Errorf("the front lacks the plain settings /readyz reads:\n%s", front)
 	}
 
 	// Regenerating after beta left the route table removes its Worker.
@@ -140,5 +143,31 @@ func TestPreviousStableUndoesThePromotion(t *testing.T) {
 	}
 	if _, err := previousStable(ds[:1], "v1"); err == nil {
 		t.Error("a first deployment has nothing to roll back to")
+	}
+}
+
+// TestFrontGetsTheLedgerSecretsOnly checks what deploy gives the front
+// Worker from a secrets file (JSON or NAME=VALUE): the ledger's URL and
+// token for /readyz, never the upstream or mail key.
+func TestFrontGetsTheLedgerSecretsOnly(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"secrets.json": `{"LIBSQL_URL":"libsql://db.example","LIBSQL_AUTH_TOKEN":"tok","UPSTREAM_API_KEY":"sk-up","MAIL_API_KEY":"mk"}`,
+		"secrets.env":  "LIBSQL_URL=libsql://db.example\nLIBSQL_AUTH_TOKEN=\"tok\"\nUPSTREAM_API_KEY=sk-up\n",
+	} {
+		in := filepath.Join(dir, name)
+		os.WriteFile(in, []byte(content), 0o600)
+		out, err := filterSecrets(in, FrontSecrets, filepath.Join(dir, name+".front"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]string
+		if err := json.Unmarshal([]byte(read(t, out)), &got); err != nil || len(got) != 2 || got["LIBSQL_URL"] != "libsql://db.example" || got["LIBSQL_AUTH_TOKEN"] != "tok" {
+			t.Errorf("%s: front secrets %v (%v)", name, got, err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "none.json"), []byte(`{"UPSTREAM_API_KEY":"sk-up"}`), 0o600)
+	if out, err := filterSecrets(filepath.Join(dir, "none.json"), FrontSecrets, filepath.Join(dir, "none.front")); err != nil || out != "" {
+		t.Errorf("no ledger secret: %q %v", out, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -183,7 +184,7 @@ func report(out io.Writer, sizes []size) error {
 func cmdDeploy(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("deploy", flag.ContinueOnError)
 	out := fs.String("out", "wrangler-compat/generated", "the generated Workers")
-	secrets := fs.String("secrets", "", "file of secrets (JSON or NAME=VALUE lines) for every function Worker: LIBSQL_URL, LIBSQL_AUTH_TOKEN, UPSTREAM_API_KEY, …")
+	secrets := fs.String("secrets", "", "file of secrets (JSON or NAME=VALUE lines) for every function Worker: LIBSQL_URL, LIBSQL_AUTH_TOKEN, UPSTREAM_API_KEY, …; the front Worker gets LIBSQL_URL and LIBSQL_AUTH_TOKEN only")
 	dryRun := fs.Bool("dry-run", false, "bundle and check every Worker and print its size, without uploading")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -208,11 +209,20 @@ func cmdDeploy(args []string, stdout io.Writer) error {
 	for _, f := range m.Functions {
 		isFunction[f.Name] = true
 	}
+	frontSecrets := ""
+	if *secrets != "" {
+		// The front gets the ledger's secrets only, for /readyz.
+		if frontSecrets, err = filterSecrets(*secrets, FrontSecrets, filepath.Join(tmp, "front-secrets.json")); err != nil {
+			return err
+		}
+	}
 	var sizes []size
 	for _, wk := range workersOf(m) {
 		a := []string{"deploy", "-c", filepath.Join(*out, wk.Dir, "wrangler.toml")}
 		if *secrets != "" && isFunction[wk.Name] {
 			a = append(a, "--secrets-file", *secrets)
+		} else if frontSecrets != "" && wk.Name == m.Front.Name {
+			a = append(a, "--secrets-file", frontSecrets)
 		}
 		bundle := filepath.Join(tmp, wk.Name)
 		if *dryRun {
@@ -240,6 +250,36 @@ func cmdDeploy(args []string, stdout io.Writer) error {
 		return report(stdout, sizes)
 	}
 	return nil
+}
+
+// filterSecrets writes the secrets of file (JSON or NAME=VALUE lines, as
+// wrangler reads --secrets-file) named in keep to out as JSON, and returns
+// out, or "" when none of them is there.
+func filterSecrets(file string, keep []string, out string) (string, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	all := map[string]string{}
+	if json.Unmarshal(data, &all) != nil {
+		if all, err = readEnv(file); err != nil {
+			return "", err
+		}
+	}
+	kept := map[string]string{}
+	for _, name := range keep {
+		if v, ok := all[name]; ok {
+			kept[name] = v
+		}
+	}
+	if len(kept) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(kept)
+	if err != nil {
+		return "", err
+	}
+	return out, os.WriteFile(out, b, 0o600)
 }
 
 // outputEvents reads the ND-JSON file wrangler writes to

@@ -12,7 +12,7 @@
 // /usr/bin/chromium), ARTIFACTS (default test-artifacts/console).
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -77,17 +77,18 @@ async function startGateway(vendorURL) {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const data = path.join(tmp, 'data');
-  const proc = spawn(gatewayBin, ['serve', '--dev'], {
-    env: {
-      ...process.env,
-      SERVICE_ADDR: `127.0.0.1:${port}`, SERVICE_ORIGIN: origin,
-      LIBSQL_URL: 'file:' + path.join(tmp, 'ledger.db'), GATEWAY_DATA_DIR: data,
-      GATEWAY_FUNCTIONS_DIR: path.join(root, 'build/functions'),
-      UPSTREAM_KIND: 'vendor', UPSTREAM_URL: vendorURL + '/v1', UPSTREAM_API_KEY: 'sk-browser-test',
-      SERVICE_WELCOME_CREDITS: '100', MAIL_URL: '',
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const env = {
+    ...process.env,
+    SERVICE_ADDR: `127.0.0.1:${port}`, SERVICE_ORIGIN: origin,
+    LIBSQL_URL: 'file:' + path.join(tmp, 'ledger.db'), GATEWAY_DATA_DIR: data,
+    GATEWAY_FUNCTIONS_DIR: path.join(root, 'build/functions'),
+    UPSTREAM_KIND: 'vendor', UPSTREAM_URL: vendorURL + '/v1', UPSTREAM_API_KEY: 'sk-browser-test',
+    SERVICE_WELCOME_CREDITS: '100', MAIL_URL: '',
+  };
+  // As `make run` does: only `admin migrate` creates a ledger.
+  const migrated = spawnSync(gatewayBin, ['admin', 'migrate'], { env, encoding: 'utf8' });
+  if (migrated.status !== 0) throw new Error(`gateway admin migrate failed:\n${migrated.stderr}`);
+  const proc = spawn(gatewayBin, ['serve', '--dev'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   proc.stderr.on('data', (c) => { log += c; });
   cleanups.push(() => proc.kill('SIGTERM'));

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"decisiongateway/shared/abi"
@@ -29,7 +31,8 @@ func (h hostLedger) Exec(b *abi.Batch) (abi.BatchResult, error) { return h.e.Exe
 // needs (a session cookie, a key secret) alone on the last line.
 //
 //	admin session EMAIL        account (created if needed) verified, a session cookie NAME=VALUE
-//	admin credits EMAIL N      grant N credits (the account is created if needed, unverified)
+//	admin credits EMAIL N [--create]  grant N credits to an existing account;
+//	                           with --create, an unknown address gets a new unverified account
 //	admin key EMAIL [NAME]     like session, then an API key; its secret last
 func adminAccounts(ctx context.Context, cfg *hostconfig.Config, led *ledger.Executor, out io.Writer, args []string) error {
 	store := accounts.New(hostLedger{ctx, led})
@@ -47,14 +50,23 @@ func adminAccounts(ctx context.Context, cfg *hostconfig.Config, led *ledger.Exec
 		fmt.Fprintf(out, "%s=%s\n", keys.SessionCookie, secret)
 		return nil
 	case "credits":
+		create := slices.Contains(args, "--create")
+		args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--create" })
 		if len(args) != 3 {
-			return fmt.Errorf("usage: gateway admin credits EMAIL N")
+			return fmt.Errorf("usage: gateway admin credits EMAIL N [--create]")
 		}
 		n, err := strconv.ParseInt(args[2], 10, 64)
 		if err != nil || n <= 0 {
 			return fmt.Errorf("credits: N must be a whole number ≥ 1, got %q", args[2])
 		}
-		a, err := store.EnsureAccount(args[1])
+		// A mistyped address must not mint credits into a new account
+		// nobody can use: creating one is asked for by name.
+		var a accounts.Account
+		if create {
+			a, err = store.EnsureAccount(args[1])
+		} else if a, err = store.Lookup(args[1]); errors.Is(err, accounts.ErrNoAccount) {
+			return fmt.Errorf("credits: no account for %q; check the address, or add --create to open an unverified account with these credits", args[1])
+		}
 		if err != nil {
 			return err
 		}

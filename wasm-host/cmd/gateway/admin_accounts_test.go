@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/ledger"
@@ -29,7 +30,7 @@ func TestAdminCommandsPrintTheValueLast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	led, err := ledger.Open(context.Background(), "file:"+filepath.Join(t.TempDir(), "l.db"), "")
+	led, err := ledger.OpenWith(context.Background(), "file:"+filepath.Join(t.TempDir(), "l.db"), "", ledger.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,9 +59,53 @@ func TestAdminCommandsPrintTheValueLast(t *testing.T) {
 		t.Fatalf("key: %q", lines)
 	}
 	var out bytes.Buffer
-	for _, bad := range [][]string{{"credits", "ops@example.com", "0"}, {"credits", "ops@example.com"}, {"session", "not-an-address"}} {
+	for _, bad := range [][]string{{"credits", "ops@example.com", "0"}, {"credits", "ops@example.com"}, {"session", "not-an-address"}, {"credits", "ops@example.com", "5", "--force"}} {
 		if err := adminAccounts(context.Background(), cfg, led, &out, bad); err == nil {
 			t.Errorf("admin %v succeeded", bad)
 		}
+	}
+}
+
+// `admin credits` grants to an existing account only: a mistyped address
+// is refused, naming the address and the flag, and creates nothing; with
+// --create it opens an unverified account holding the credits.
+func TestAdminCreditsRefusesAnUnknownAccountUnlessAskedToCreate(t *testing.T) {
+	cfg, err := hostconfig.From(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	led, err := ledger.OpenWith(context.Background(), "file:"+filepath.Join(t.TempDir(), "l.db"), "", ledger.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	if err := led.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	accounts := func() int64 {
+		res := led.Exec(context.Background(), &abi.Batch{Steps: []abi.Statement{{SQL: "SELECT count(*) FROM accounts"}}})
+		if res.Err != "" {
+			t.Fatal(res.Err)
+		}
+		return res.Steps[0].Rows[0][0].AsInt()
+	}
+	var out bytes.Buffer
+	err = adminAccounts(context.Background(), cfg, led, &out, []string{"credits", "nobody@example.com", "5"})
+	if err == nil || !strings.Contains(err.Error(), "nobody@example.com") || !strings.Contains(err.Error(), "--create") {
+		t.Fatalf("unknown account: %v", err)
+	}
+	if n := accounts(); n != 0 {
+		t.Fatalf("a refused grant created %d accounts", n)
+	}
+	for _, args := range [][]string{{"credits", "nobody@example.com", "5", "--create"}, {"credits", "--create", "other@example.com", "5"}} {
+		if lines := adminRun(t, cfg, led, args...); !strings.Contains(lines[0], "balance: 5") {
+			t.Errorf("%v: %q", args, lines)
+		}
+	}
+	if lines := adminRun(t, cfg, led, "credits", "nobody@example.com", "2"); !strings.Contains(lines[0], "balance: 7") {
+		t.Errorf("existing account: %q", lines)
+	}
+	if n := accounts(); n != 2 {
+		t.Errorf("%d accounts, want 2", n)
 	}
 }

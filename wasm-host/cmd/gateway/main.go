@@ -12,8 +12,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/ledger"
@@ -24,7 +26,7 @@ const usage = `usage:
   gateway serve [--dev]     serve HTTP on SERVICE_ADDR (--dev: built-in upstream emulator)
   gateway admin migrate     apply ledger migrations to LIBSQL_URL
   gateway admin session EMAIL      verified account (created if needed); session cookie NAME=VALUE last
-  gateway admin credits EMAIL N    grant N credits
+  gateway admin credits EMAIL N [--create]   grant N credits (--create: open an unverified account for an unknown address)
   gateway admin key EMAIL [NAME]   like session, then an API key; its secret last
   gateway routes            print the route table as JSON
 `
@@ -62,33 +64,61 @@ func admin(log *slog.Logger, args []string) error {
 		return fmt.Errorf("admin needs a command\n%s", usage)
 	}
 	ctx := context.Background()
-	cfg, led, err := openLedger(ctx)
-	if err != nil {
-		return err
-	}
-	defer led.Close()
 	switch args[0] {
 	case "migrate":
-		fmt.Println("migrations applied")
-		return nil
+		return migrate(ctx, os.Stdout)
 	case "session", "credits", "key":
+		cfg, led, err := openLedger(ctx)
+		if err != nil {
+			return err
+		}
+		defer led.Close()
 		return adminAccounts(ctx, cfg, led, os.Stdout, args)
 	}
 	return fmt.Errorf("unknown admin command %q\n%s", args[0], usage)
 }
 
-// openLedger reads the environment, opens the ledger and brings it up to
-// date, as every operator command needs.
+// migrate is `admin migrate`, the one command that may create a ledger: it
+// creates a file: ledger that does not exist yet and applies every
+// migration the ledger lacks.
+func migrate(ctx context.Context, out io.Writer) error {
+	cfg, err := hostconfig.FromEnv()
+	if err != nil {
+		return err
+	}
+	led, err := ledger.OpenWith(ctx, cfg.LedgerURL, cfg.LedgerToken, ledger.Options{Create: true, Patience: ledger.OperatorPatience})
+	if err != nil {
+		return err
+	}
+	defer led.Close()
+	pending, err := led.Pending(ctx)
+	if err != nil {
+		return fmt.Errorf("ledger %s: %w", led.Name(), err)
+	}
+	if err := led.Migrate(ctx); err != nil {
+		return fmt.Errorf("ledger %s: %w", led.Name(), err)
+	}
+	if len(pending) == 0 {
+		fmt.Fprintf(out, "ledger %s: up to date; migrations applied\n", led.Name())
+		return nil
+	}
+	fmt.Fprintf(out, "ledger %s: applied %s; migrations applied\n", led.Name(), strings.Join(pending, ", "))
+	return nil
+}
+
+// openLedger reads the environment and opens the ledger as every operator
+// command but migrate needs it: it must exist and be migrated, and failures
+// known not to have committed are retried for OperatorPatience.
 func openLedger(ctx context.Context) (*hostconfig.Config, *ledger.Executor, error) {
 	cfg, err := hostconfig.FromEnv()
 	if err != nil {
 		return nil, nil, err
 	}
-	led, err := ledger.Open(ctx, cfg.LedgerURL, cfg.LedgerToken)
+	led, err := ledger.OpenWith(ctx, cfg.LedgerURL, cfg.LedgerToken, ledger.Options{Patience: ledger.OperatorPatience})
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := led.Migrate(ctx); err != nil {
+	if err := led.RequireMigrated(ctx); err != nil {
 		led.Close()
 		return nil, nil, err
 	}

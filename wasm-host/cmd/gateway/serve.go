@@ -47,7 +47,7 @@ func serve(log *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := a.HTTPServer()
 	log.Info("serving", "addr", "http://"+ln.Addr().String(), "ledger", redactURL(cfg.LedgerURL), "upstream_kind", cfg.UpstreamKind, "functions", len(a.Functions), "dev", *dev)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -40,6 +40,12 @@ func TestServeDevAnswersWithEveryKind(t *testing.T) {
 			}
 			defer logFile.Close()
 			log := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
+			// `make run`: migrate, then serve (only migrate creates a ledger).
+			migrate := exec.Command(bin, "admin", "migrate")
+			migrate.Env = env
+			if out, err := migrate.CombinedOutput(); err != nil {
+				t.Fatalf("admin migrate: %v\n%s", err, out)
+			}
 			serve := exec.Command(bin, "serve", "--dev")
 			serve.Env, serve.Stdout, serve.Stderr = env, logFile, logFile
 			if err := serve.Start(); err != nil {

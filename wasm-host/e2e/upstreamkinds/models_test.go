@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+
+	"decisiongateway/shared/keys/keystest"
 )
 
 // vendorModels is a vendor list in its own shape, extension fields and
@@ -101,7 +103,7 @@ func TestModelsNeedsAPlatformKey(t *testing.T) {
 	for _, tc := range []struct{ auth, code string }{
 		{"", "missing_api_key"},
 		{"not-a-key", "invalid_api_key"},
-		{key[:len(key)-1] + "x", "invalid_api_key"}, // checksum fails
+		{keystest.BadChecksum(key), "invalid_api_key"}, // checksum fails
 	} {
 		if r := g.models(tc.auth); r.Status != 401 || r.code() != tc.code {
 			t.Errorf("key %q: %d %s", tc.auth, r.Status, r.code())

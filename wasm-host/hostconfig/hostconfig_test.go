@@ -1,0 +1,107 @@
+package hostconfig
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+func from(env map[string]string) (*Config, error) {
+	return From(func(k string) string { return env[k] })
+}
+
+// SERVICE_ORIGIN is compared byte for byte with the browser's Origin
+// header, so only the spelling a browser sends is accepted.
+func TestServiceOriginMustBeWhatABrowserSends(t *testing.T) {
+	for _, ok := range []string{"http://127.0.0.1:8787", "https://gateway.example.com", "https://gateway.example.com:8443", "http://[::1]:8787", "http://localhost"} {
+		if _, err := from(map[string]string{"SERVICE_ORIGIN": ok}); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"notaurl", "gateway.example.com", "ftp://gateway.example.com", "https://gateway.example.com/", "https://gateway.example.com/app",
+		"https://Gateway.Example.com", "HTTPS://gateway.example.com", "https://gateway.example.com:443", "http://gateway.example.com:80",
+		"https://user@gateway.example.com", "https://gateway.example.com?x=1", "https://gateway.example.com#top", "https://", "http://:8787"} {
+		if _, err := from(map[string]string{"SERVICE_ORIGIN": bad}); err == nil || !strings.Contains(err.Error(), "SERVICE_ORIGIN") {
+			t.Errorf("%q accepted (%v)", bad, err)
+		}
+	}
+}
+
+// An upstream kind needs its URL on this host (the edge kind too: its
+// binding is UPSTREAM_URL), and a URL needs its kind. Neither is fine.
+func TestUpstreamKindAndURLGoTogether(t *testing.T) {
+	for _, c := range []struct {
+		kind, url string
+		ok        bool
+	}{
+		{"", "", true},
+		{"vendor", "https://vendor.example/v1", true},
+		{"router", "https://router.example/api/v1", true},
+		{"edge", "https://ai.example/client/v4/accounts/x/ai", true},
+		{"vendor", "", false},
+		{"router", "", false},
+		{"edge", "", false},
+		{"", "https://vendor.example/v1", false},
+	} {
+		cfg, err := from(map[string]string{"UPSTREAM_KIND": c.kind, "UPSTREAM_URL": c.url})
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		if err := cfg.CheckUpstream(); (err == nil) != c.ok {
+			t.Errorf("%+v: CheckUpstream = %v", c, err)
+		}
+	}
+	if _, err := from(map[string]string{"UPSTREAM_KIND": "openai"}); err == nil {
+		t.Error("unknown UPSTREAM_KIND accepted")
+	}
+}
+
+func TestTrustedProxiesAndForwardedHeader(t *testing.T) {
+	cfg, err := from(map[string]string{"GATEWAY_TRUSTED_PROXIES": " 10.0.0.0/8, 192.0.2.7 ,fd00::/8,2001:db8::1", "GATEWAY_FORWARDED_HEADER": "forwarded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32"), netip.MustParsePrefix("fd00::/8"), netip.MustParsePrefix("2001:db8::1/128")}
+	if len(cfg.TrustedProxies) != len(want) || cfg.ForwardedHeader != "Forwarded" {
+		t.Fatalf("%v %q", cfg.TrustedProxies, cfg.ForwardedHeader)
+	}
+	for i := range want {
+		if cfg.TrustedProxies[i] != want[i] {
+			t.Errorf("%d: %v, want %v", i, cfg.TrustedProxies[i], want[i])
+		}
+	}
+	if cfg, _ := from(nil); cfg.TrustedProxies != nil || cfg.ForwardedHeader != "X-Forwarded-For" {
+		t.Errorf("defaults: %v %q", cfg.TrustedProxies, cfg.ForwardedHeader)
+	}
+	for _, bad := range []map[string]string{
+		{"GATEWAY_TRUSTED_PROXIES": "10.0.0.0/33"},
+		{"GATEWAY_TRUSTED_PROXIES": "proxy.internal"},
+		{"GATEWAY_TRUSTED_PROXIES": ","},
+		{"GATEWAY_TRUSTED_PROXIES": "10.0.0.1", "GATEWAY_FORWARDED_HEADER": "X-Real-IP"},
+		{"GATEWAY_FORWARDED_HEADER": "Forwarded"}, // without trusted proxies it would do nothing
+	} {
+		if _, err := from(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+func TestClientLimitsHaveDefaultsAndSettings(t *testing.T) {
+	cfg, err := from(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ReadHeaderTimeout != 10*time.Second || cfg.BodyTimeout != 30*time.Second || cfg.IdleTimeout != 120*time.Second || cfg.MaxHeaderBytes != 64<<10 {
+		t.Errorf("defaults %v %v %v %d", cfg.ReadHeaderTimeout, cfg.BodyTimeout, cfg.IdleTimeout, cfg.MaxHeaderBytes)
+	}
+	cfg, err = from(map[string]string{"GATEWAY_READ_HEADER_TIMEOUT": "2s", "GATEWAY_BODY_TIMEOUT": "3s", "GATEWAY_IDLE_TIMEOUT": "4s", "GATEWAY_MAX_HEADER_BYTES": "8192"})
+	if err != nil || cfg.ReadHeaderTimeout != 2*time.Second || cfg.BodyTimeout != 3*time.Second || cfg.IdleTimeout != 4*time.Second || cfg.MaxHeaderBytes != 8192 {
+		t.Errorf("settings %+v %v", cfg, err)
+	}
+	for _, bad := range []map[string]string{{"GATEWAY_BODY_TIMEOUT": "0s"}, {"GATEWAY_IDLE_TIMEOUT": "-1s"}, {"GATEWAY_READ_HEADER_TIMEOUT": "10"}, {"GATEWAY_MAX_HEADER_BYTES": "100"}} {
+		if _, err := from(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
