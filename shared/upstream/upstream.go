@@ -123,6 +123,10 @@ func fetchFailure(r *abi.FetchResponse) Outcome {
 		return platformFailure(504, CodeUpstreamTimeout, "the upstream did not answer in time", nil)
 	case abi.FetchErrTooLarge:
 		return platformFailure(502, CodeUpstreamTooLarge, "the upstream answer exceeded the size limit", nil)
+	case abi.FetchErrCredentialLeak:
+		// The answer echoed the operator's credential; the host dropped it
+		// whole (spec §4.8 credential-safety exception).
+		return platformFailure(502, CodeUpstreamUnsafe, "the upstream answer was withheld because it contained a deployment credential", nil)
 	}
 	return platformFailure(502, CodeUpstreamUnavailable, "the upstream could not be reached", nil)
 }
@@ -175,6 +179,7 @@ const (
 	CodeUpstreamTimeout     = "upstream_timeout"
 	CodeUpstreamUnavailable = "upstream_unavailable"
 	CodeUpstreamTooLarge    = "upstream_response_too_large"
+	CodeUpstreamUnsafe      = "upstream_response_unsafe"
 	CodeUpstreamInvalid     = "upstream_invalid_response"
 	CodeProviderBusy        = "provider_busy"
 	CodeUpstreamError       = "upstream_error"

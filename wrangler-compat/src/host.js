@@ -20,7 +20,7 @@ import * as abi from "./abi.js";
 import { Wasi } from "./wasi.js";
 import { Ledger } from "./ledger.js";
 import { config } from "./config.js";
-import { hostFetch } from "./fetch.js";
+import { hostFetch, echoes } from "./fetch.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -250,9 +250,17 @@ async function runModel(r, env) {
   } catch (e) {
     return rest(400, null, [{ code: 400, message: `input is not JSON: ${e.message}` }]);
   }
+  let answer;
   try {
-    return rest(200, (await env.AI.run(r.model, inputs)) ?? null, []);
+    answer = rest(200, (await env.AI.run(r.model, inputs)) ?? null, []);
   } catch (e) {
-    return rest(502, null, [{ code: 502, message: String(e?.message ?? e) }]);
+    answer = rest(502, null, [{ code: 502, message: String(e?.message ?? e) }]);
   }
+  // The binding is never given the operator's key, but an output that holds
+  // it must not reach a module either (as fetch.js checks every answer).
+  const key = env.UPSTREAM_API_KEY;
+  if (key && echoes(key, answer.output, [])) {
+    return { status: 0, output: null, errKind: "credential_leak", errMsg: "the binding's answer contained a deployment credential; it was dropped" };
+  }
+  return answer;
 }

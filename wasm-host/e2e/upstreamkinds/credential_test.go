@@ -113,8 +113,8 @@ func TestUpstreamEchoingTheOperatorKeyNeverReachesTheCaller(t *testing.T) {
 				if where := leaks(r); where != "" {
 					t.Fatalf("the operator key reached the caller in the %s: %d %v %s", where, r.Status, r.Header, r.Body)
 				}
-				if r.Status < 500 || r.source() != "platform" {
-					t.Errorf("want a platform 5xx, got %d %q %q %s", r.Status, r.source(), r.code(), r.Body)
+				if r.Status != 502 || r.source() != "platform" || r.code() != "upstream_response_unsafe" {
+					t.Errorf("want a platform 502 upstream_response_unsafe, got %d %q %q %s", r.Status, r.source(), r.code(), r.Body)
 				}
 				if len(up.Seen()) != 1 {
 					t.Errorf("upstream called %d times", len(up.Seen()))
@@ -153,8 +153,8 @@ func TestModelListEchoingTheOperatorKeyNeverReachesTheCaller(t *testing.T) {
 			if where := leaks(r); where != "" {
 				t.Fatalf("the operator key reached the caller in the %s: %d %v %s", where, r.Status, r.Header, r.Body)
 			}
-			if r.Status < 500 || r.source() != "platform" {
-				t.Errorf("want a platform 5xx, got %d %q %q %s", r.Status, r.source(), r.code(), r.Body)
+			if r.Status != 502 || r.source() != "platform" || r.code() != "upstream_response_unsafe" {
+				t.Errorf("want a platform 502 upstream_response_unsafe, got %d %q %q %s", r.Status, r.source(), r.code(), r.Body)
 			}
 			if strings.Contains(g.Logs(), operatorKey) {
 				t.Errorf("the operator key reached the log:\n%s", g.Logs())
