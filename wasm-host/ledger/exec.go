@@ -70,6 +70,7 @@ func (e *Executor) Exec(ctx context.Context, b *abi.Batch) abi.BatchResult {
 	}
 	select {
 	case <-j.done:
+		e.counters.batches.Add(1)
 		return j.res
 	case <-ctx.Done():
 		if j.state.CompareAndSwap(jobQueued, jobAbandoned) {
@@ -81,6 +82,7 @@ func (e *Executor) Exec(ctx context.Context, b *abi.Batch) abi.BatchResult {
 		}
 	}
 	<-j.done // taken by the writer: wait for its outcome
+	e.counters.batches.Add(1)
 	return j.res
 }
 

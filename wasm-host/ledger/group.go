@@ -163,16 +163,18 @@ func (e *Executor) attempt(group []*job) attempt {
 		return attempt{err: err, stage: stageBegin}
 	}
 	defer func() { e.connIdle = time.Now() }()
+	e.counters.transactions.Add(1)
 	if len(group) == 1 && len(group[0].steps) == 1 {
 		// SQLite runs every statement atomically on its own, so a lone
 		// one-statement batch needs no BEGIN and COMMIT. Over HTTP that is
 		// one round trip instead of three, and most reads are one SELECT.
-		steps, _, err := runBatch(ctx, conn, group[0])
+		steps, _, err := e.runBatch(ctx, conn, group[0])
 		if err != nil {
 			return attempt{err: err, stage: stageAlone}
 		}
 		return attempt{steps: [][]abi.StepResult{steps}}
 	}
+	e.ran()
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		if !isBusy(err) {
 			e.discardConn() // its state is unknown; do not give it to the next attempt
@@ -181,18 +183,28 @@ func (e *Executor) attempt(group []*job) attempt {
 	}
 	out := make([][]abi.StepResult, len(group))
 	for i, j := range group {
-		steps, k, err := runBatch(ctx, conn, j)
+		steps, k, err := e.runBatch(ctx, conn, j)
 		if err != nil {
 			e.rollback()
 			return attempt{err: err, stage: stageStep, job: i, step: k}
 		}
 		out[i] = steps
 	}
+	e.ran()
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		e.rollback()
 		return attempt{err: err, stage: stageCommit}
 	}
 	return attempt{steps: out}
+}
+
+// ran counts one statement sent on the writer's connection, which for a
+// remote server is one request.
+func (e *Executor) ran() {
+	e.counters.statements.Add(1)
+	if e.remote {
+		e.counters.roundTrips.Add(1)
+	}
 }
 
 // streamIdle is how long the writer keeps an unused connection. A sqld
@@ -222,6 +234,7 @@ func (e *Executor) writerConn(ctx context.Context) (*sql.Conn, error) {
 func (e *Executor) rollback() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	e.ran()
 	if _, err := e.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		e.discardConn()
 	}

@@ -51,6 +51,8 @@ type Executor struct {
 	closeMu  sync.Once
 	closeErr error
 
+	counters counters // what Stats reports
+
 	// Owned by the writer goroutine.
 	conn     *sql.Conn // kept between transactions; nil when none
 	connIdle time.Time // when conn last finished a transaction
@@ -78,12 +80,21 @@ const txTimeout = 10 * time.Second
 // authToken is sent as a bearer token to remote servers and ignored for
 // files. Open checks that the database answers before returning.
 func Open(ctx context.Context, url, authToken string) (*Executor, error) {
-	return open(ctx, url, authToken, defaultMaxGroup)
+	return open(ctx, url, authToken, defaultOptions())
 }
 
-// open is Open with the group size as a parameter, for benchmarks that
-// compare group commit (maxGroup > 1) with one transaction per batch.
-func open(ctx context.Context, url, authToken string, maxGroup int) (*Executor, error) {
+// options are the Executor's tuning knobs. They are fixed in production;
+// benchmarks turn them down to measure what each one buys in the same run.
+type options struct {
+	maxGroup int // batches per transaction; 1 turns group commit off
+}
+
+func defaultOptions() options {
+	return options{maxGroup: defaultMaxGroup}
+}
+
+// open is Open with the options as a parameter.
+func open(ctx context.Context, url, authToken string, opt options) (*Executor, error) {
 	if url == "" {
 		url = DefaultURL
 	}
@@ -125,10 +136,13 @@ func open(ctx context.Context, url, authToken string, maxGroup int) (*Executor, 
 		hrana:    hc,
 		db:       db,
 		remote:   remote,
-		maxGroup: max(maxGroup, 1),
+		maxGroup: max(opt.maxGroup, 1),
 		queue:    make(chan *job, 4*defaultMaxGroup),
 		closing:  make(chan struct{}),
 		stopped:  make(chan struct{}),
+	}
+	if hc != nil {
+		hc.trips = &e.counters.roundTrips
 	}
 	go e.write()
 	return e, nil

@@ -11,13 +11,14 @@ import (
 // step runs only when all its conditions hold against the steps before it;
 // a skipped step stays the zero StepResult (Executed false, no rows). On an
 // error it returns the index of the failing step.
-func runBatch(ctx context.Context, conn *sql.Conn, j *job) ([]abi.StepResult, int, error) {
+func (e *Executor) runBatch(ctx context.Context, conn *sql.Conn, j *job) ([]abi.StepResult, int, error) {
 	out := make([]abi.StepResult, len(j.steps))
 	for i := range j.steps {
 		st := &j.steps[i]
 		if !holdsAll(st.When, out[:i]) {
 			continue
 		}
+		e.ran()
 		if err := runStep(ctx, conn, st, j.shapes[i], &out[i]); err != nil {
 			return nil, i, err
 		}
