@@ -22,20 +22,27 @@ import (
 //
 // Each row is measured against the others of the same run: serial and
 // parallel8 (8 callers, as a host with 8 warm instances issues them), with
-// group commit on and off (group=1).
+// the statement cache off (nocache) and group commit off (group=1).
 //
 //	go test ./wasm-host/ledger -run '^$' -bench Decision -benchtime 2000x
 func BenchmarkDecision(b *testing.B) {
+	noCache := defaultOptions()
+	noCache.stmtCache = 0
+	noGroup := defaultOptions()
+	noGroup.maxGroup = 1
 	cases := []struct {
-		name    string
-		callers int
-		idem    bool // every decision carries its own Idempotency-Key
-		opt     options
+		name     string
+		callers  int
+		idem     bool // every decision carries its own Idempotency-Key
+		opt      options
+		embedded bool // only on the embedded file (sqld has no statement cache of ours)
 	}{
-		{"serial", 1, false, defaultOptions()},
-		{"serial-idem", 1, true, defaultOptions()},
-		{"parallel8", 8, false, defaultOptions()},
-		{"parallel8/group=1", 8, false, options{maxGroup: 1}},
+		{"serial", 1, false, defaultOptions(), false},
+		{"serial/nocache", 1, false, noCache, true},
+		{"serial-idem", 1, true, defaultOptions(), false},
+		{"parallel8", 8, false, defaultOptions(), false},
+		{"parallel8/nocache", 8, false, noCache, true},
+		{"parallel8/group=1", 8, false, noGroup, false},
 	}
 	for _, be := range sqldtest.Backends(b) {
 		setup, err := Open(context.Background(), be.URL, "")
@@ -47,6 +54,9 @@ func BenchmarkDecision(b *testing.B) {
 		}
 		accounts := benchAccounts(b, setup, 8)
 		for _, c := range cases {
+			if c.embedded && be.Name != "embedded" {
+				continue
+			}
 			b.Run(be.Name+"/"+c.name, func(b *testing.B) {
 				e, err := open(context.Background(), be.URL, "", c.opt)
 				if err != nil {

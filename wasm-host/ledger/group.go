@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"time"
 
 	"decisiongateway/shared/abi"
@@ -164,38 +165,90 @@ func (e *Executor) attempt(group []*job) attempt {
 	}
 	defer func() { e.connIdle = time.Now() }()
 	e.counters.transactions.Add(1)
+	var (
+		a       attempt
+		ran     bool
+		discard bool
+	)
+	err = conn.Raw(func(dc any) error {
+		ran = true
+		a, discard = e.session(ctx, dc.(driver.Conn)).attempt(group)
+		if discard {
+			// Its state is unknown: no later batch may run in the remains
+			// of this transaction. Returning ErrBadConn makes database/sql
+			// close the connection, after its statements.
+			e.dropCache()
+			return driver.ErrBadConn
+		}
+		return nil
+	})
+	if !ran {
+		// database/sql closed the connection under us (it cannot, while
+		// the writer holds it; but if it did, its statements are gone and
+		// must not be finalized again).
+		e.cache = nil
+		e.conn = nil
+		return attempt{err: err, stage: stageBegin}
+	}
+	if discard {
+		e.conn = nil // closed by database/sql
+	}
+	return a
+}
+
+// session returns the driver-level view of the writer's connection for one
+// attempt, with the statement cache on the embedded file.
+func (e *Executor) session(ctx context.Context, dc driver.Conn) *session {
+	s := &session{ctx: ctx, conn: dc, e: e}
+	if !e.remote && e.stmtCache > 0 {
+		if e.cache == nil {
+			if pc, ok := dc.(driver.ConnPrepareContext); ok {
+				e.cache = newStmtCache(pc, e.stmtCache)
+			}
+		}
+		s.cache = e.cache
+	}
+	return s
+}
+
+// attempt runs group in one transaction and reports whether the connection
+// must be discarded.
+func (s *session) attempt(group []*job) (a attempt, discard bool) {
 	if len(group) == 1 && len(group[0].steps) == 1 {
 		// SQLite runs every statement atomically on its own, so a lone
 		// one-statement batch needs no BEGIN and COMMIT. Over HTTP that is
 		// one round trip instead of three, and most reads are one SELECT.
-		steps, _, err := e.runBatch(ctx, conn, group[0])
+		steps, _, err := s.runBatch(group[0])
 		if err != nil {
-			return attempt{err: err, stage: stageAlone}
+			return attempt{err: err, stage: stageAlone}, errors.Is(err, driver.ErrBadConn)
 		}
-		return attempt{steps: [][]abi.StepResult{steps}}
+		return attempt{steps: [][]abi.StepResult{steps}}, false
 	}
-	e.ran()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		if !isBusy(err) {
-			e.discardConn() // its state is unknown; do not give it to the next attempt
-		}
-		return attempt{err: err, stage: stageBegin}
+	if err := s.control("BEGIN IMMEDIATE"); err != nil {
+		return attempt{err: err, stage: stageBegin}, !isBusy(err)
 	}
 	out := make([][]abi.StepResult, len(group))
 	for i, j := range group {
-		steps, k, err := e.runBatch(ctx, conn, j)
+		steps, k, err := s.runBatch(j)
 		if err != nil {
-			e.rollback()
-			return attempt{err: err, stage: stageStep, job: i, step: k}
+			return attempt{err: err, stage: stageStep, job: i, step: k}, !s.rollback()
 		}
 		out[i] = steps
 	}
-	e.ran()
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		e.rollback()
-		return attempt{err: err, stage: stageCommit}
+	if err := s.control("COMMIT"); err != nil {
+		return attempt{err: err, stage: stageCommit}, !s.rollback()
 	}
-	return attempt{steps: out}
+	return attempt{steps: out}, false
+}
+
+// rollback ends a failed transaction and reports whether it could. It has
+// its own deadline: the attempt's may be what ended the transaction.
+func (s *session) rollback() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r := *s
+	r.ctx = ctx
+	return r.control("ROLLBACK") == nil
 }
 
 // ran counts one statement sent on the writer's connection, which for a
@@ -207,16 +260,18 @@ func (e *Executor) ran() {
 	}
 }
 
-// streamIdle is how long the writer keeps an unused connection. A sqld
-// connection is a Hrana stream, which the server expires after some idle
-// seconds; a connection idle for longer is replaced before use rather than
-// found dead. Keeping it otherwise saves opening a stream per transaction.
+// streamIdle is how long the writer keeps an unused connection to a remote
+// server. A sqld connection is a Hrana stream, which the server expires
+// after some idle seconds; a connection idle for longer is replaced before
+// use rather than found dead. Keeping it otherwise saves opening a stream
+// per transaction. An embedded connection is kept for good, with its
+// prepared statements.
 const streamIdle = 3 * time.Second
 
 // writerConn returns the connection the writer keeps between transactions,
-// opening one if it has none or the one it has sat idle too long.
+// opening one if it has none or the remote one it has sat idle too long.
 func (e *Executor) writerConn(ctx context.Context) (*sql.Conn, error) {
-	if e.conn != nil && time.Since(e.connIdle) > streamIdle {
+	if e.conn != nil && e.remote && time.Since(e.connIdle) > streamIdle {
 		e.closeConn()
 	}
 	if e.conn == nil {
@@ -229,30 +284,27 @@ func (e *Executor) writerConn(ctx context.Context) (*sql.Conn, error) {
 	return e.conn, nil
 }
 
-// rollback ends a failed transaction. If that fails too, the connection is
-// discarded so that no later batch runs inside the remains of this one.
-func (e *Executor) rollback() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	e.ran()
-	if _, err := e.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
-		e.discardConn()
-	}
-}
-
-// discardConn makes database/sql close the writer's connection instead of
-// pooling it.
-func (e *Executor) discardConn() {
-	if e.conn != nil {
-		_ = e.conn.Raw(func(any) error { return driver.ErrBadConn })
-		e.closeConn()
-	}
-}
-
+// closeConn closes the writer's connection, its prepared statements first.
 func (e *Executor) closeConn() {
-	if e.conn != nil {
-		_ = e.conn.Close()
-		e.conn = nil
+	if e.conn == nil {
+		return
+	}
+	if e.cache != nil {
+		_ = e.conn.Raw(func(any) error {
+			e.dropCache()
+			return nil
+		})
+	}
+	_ = e.conn.Close()
+	e.conn = nil
+}
+
+// dropCache finalizes the prepared statements. Only call it while the
+// connection they belong to is still open (inside Conn.Raw).
+func (e *Executor) dropCache() {
+	if e.cache != nil {
+		e.cache.close()
+		e.cache = nil
 	}
 }
 

@@ -54,8 +54,10 @@ type Executor struct {
 	counters counters // what Stats reports
 
 	// Owned by the writer goroutine.
-	conn     *sql.Conn // kept between transactions; nil when none
-	connIdle time.Time // when conn last finished a transaction
+	conn      *sql.Conn  // kept between transactions; nil when none
+	connIdle  time.Time  // when conn last finished a transaction
+	cache     *stmtCache // conn's prepared statements (embedded); nil when none yet
+	stmtCache int        // the cache's bound; 0 turns it off
 }
 
 // defaultMaxGroup bounds how many queued batches share one transaction. It
@@ -86,11 +88,12 @@ func Open(ctx context.Context, url, authToken string) (*Executor, error) {
 // options are the Executor's tuning knobs. They are fixed in production;
 // benchmarks turn them down to measure what each one buys in the same run.
 type options struct {
-	maxGroup int // batches per transaction; 1 turns group commit off
+	maxGroup  int // batches per transaction; 1 turns group commit off
+	stmtCache int // prepared statements kept on an embedded connection; 0 keeps none
 }
 
 func defaultOptions() options {
-	return options{maxGroup: defaultMaxGroup}
+	return options{maxGroup: defaultMaxGroup, stmtCache: defaultStmtCache}
 }
 
 // open is Open with the options as a parameter.
@@ -133,13 +136,14 @@ func open(ctx context.Context, url, authToken string, opt options) (*Executor, e
 		}
 	}
 	e := &Executor{
-		hrana:    hc,
-		db:       db,
-		remote:   remote,
-		maxGroup: max(opt.maxGroup, 1),
-		queue:    make(chan *job, 4*defaultMaxGroup),
-		closing:  make(chan struct{}),
-		stopped:  make(chan struct{}),
+		hrana:     hc,
+		db:        db,
+		remote:    remote,
+		maxGroup:  max(opt.maxGroup, 1),
+		stmtCache: opt.stmtCache,
+		queue:     make(chan *job, 4*defaultMaxGroup),
+		closing:   make(chan struct{}),
+		stopped:   make(chan struct{}),
 	}
 	if hc != nil {
 		hc.trips = &e.counters.roundTrips
