@@ -9,10 +9,15 @@ type Stats struct {
 	// Batches is the number of batches that got an outcome, committed or
 	// failed.
 	Batches int64
-	// Transactions is the number of transactions run: each BEGIN … COMMIT
-	// and each lone statement run without one, retries included. With group
+	// Transactions is the number of transactions that committed: each
+	// BEGIN … COMMIT, and each lone statement run without one. With group
 	// commit several batches share one.
 	Transactions int64
+	// Retries is the number of times a group was run again after an
+	// attempt that committed nothing: the database was locked by another
+	// host, the connection failed before COMMIT, or a batch's SQL error sent
+	// the others round again without it.
+	Retries int64
 	// Statements is the number of SQL statements the database ran: the
 	// steps whose conditions held, BEGIN, COMMIT and ROLLBACK, and on sqld
 	// the guard and checkpoint statements of a translated batch.
@@ -32,6 +37,7 @@ func (s Stats) Sub(earlier Stats) Stats {
 	return Stats{
 		Batches:      s.Batches - earlier.Batches,
 		Transactions: s.Transactions - earlier.Transactions,
+		Retries:      s.Retries - earlier.Retries,
 		Statements:   s.Statements - earlier.Statements,
 		RoundTrips:   s.RoundTrips - earlier.RoundTrips,
 		Prepared:     s.Prepared - earlier.Prepared,
@@ -41,7 +47,7 @@ func (s Stats) Sub(earlier Stats) Stats {
 // counters are the Executor's Stats as they are updated: the writer adds,
 // any goroutine may read.
 type counters struct {
-	batches, transactions, statements, roundTrips, prepared atomic.Int64
+	batches, transactions, retries, statements, roundTrips, prepared atomic.Int64
 }
 
 // Stats returns what the executor has done so far. It is safe to call at
@@ -51,6 +57,7 @@ func (e *Executor) Stats() Stats {
 	return Stats{
 		Batches:      c.batches.Load(),
 		Transactions: c.transactions.Load(),
+		Retries:      c.retries.Load(),
 		Statements:   c.statements.Load(),
 		RoundTrips:   c.roundTrips.Load(),
 		Prepared:     c.prepared.Load(),

@@ -298,7 +298,6 @@ func andCond(conds []hranaCond) *hranaCond {
 // the terms the interactive path uses, so commit's retry and group rules
 // apply unchanged.
 func (e *Executor) attemptRemote(ctx context.Context, group []*job, p *remotePlan) attempt {
-	e.counters.transactions.Add(1)
 	res, err := e.hrana.batch(ctx, p.steps)
 	if res != nil {
 		for k := range res.StepResults {
