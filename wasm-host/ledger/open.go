@@ -28,8 +28,10 @@ var ErrClosed = errors.New("ledger: executor closed")
 // host (or an operator's sqlite3 shell) read while the gateway writes;
 // busy_timeout makes SQLite wait for another process's write lock instead of
 // failing at once; synchronous=NORMAL and foreign_keys=ON are what sqld runs
-// with, so both backends behave alike (NORMAL in WAL mode never corrupts the
-// file; a power cut may drop the last commits, not tear one).
+// with, so both backends behave alike. NORMAL in WAL mode never corrupts the
+// file and loses nothing committed when the process dies (SIGKILL included:
+// the commit is in the WAL file); a power cut may drop the commits since the
+// last checkpoint, not tear one (schema/ledger.md, "Durability").
 var embeddedPragmas = []string{
 	"busy_timeout(5000)",
 	"journal_mode(WAL)",
