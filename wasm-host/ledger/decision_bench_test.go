@@ -28,21 +28,21 @@ import (
 //
 //	go test ./wasm-host/ledger -run '^$' -bench Decision -benchtime 2000x
 func BenchmarkDecision(b *testing.B) {
-	noCache := defaultOptions()
+	noCache := defaultTuning()
 	noCache.stmtCache = 0
-	noGroup := defaultOptions()
+	noGroup := defaultTuning()
 	noGroup.maxGroup = 1
 	cases := []struct {
 		name     string
 		callers  int
 		idem     bool // every decision carries its own Idempotency-Key
-		opt      options
+		tune     tuning
 		embedded bool // only on the embedded file (sqld has no statement cache of ours)
 	}{
-		{"serial", 1, false, defaultOptions(), false},
+		{"serial", 1, false, defaultTuning(), false},
 		{"serial/nocache", 1, false, noCache, true},
-		{"serial-idem", 1, true, defaultOptions(), false},
-		{"parallel8", 8, false, defaultOptions(), false},
+		{"serial-idem", 1, true, defaultTuning(), false},
+		{"parallel8", 8, false, defaultTuning(), false},
 		{"parallel8/nocache", 8, false, noCache, true},
 		{"parallel8/group=1", 8, false, noGroup, false},
 	}
@@ -60,7 +60,7 @@ func BenchmarkDecision(b *testing.B) {
 				continue
 			}
 			b.Run(be.Name+"/"+c.name, func(b *testing.B) {
-				e, err := open(context.Background(), be.URL, "", c.opt)
+				e, err := open(context.Background(), be.URL, "", c.tune)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -84,22 +84,22 @@ const txTimeout = 10 * time.Second
 // authToken is sent as a bearer token to remote servers and ignored for
 // files. Open checks that the database answers before returning.
 func Open(ctx context.Context, url, authToken string) (*Executor, error) {
-	return open(ctx, url, authToken, defaultOptions())
+	return open(ctx, url, authToken, defaultTuning())
 }
 
-// options are the Executor's tuning knobs. They are fixed in production;
-// benchmarks turn them down to measure what each one buys in the same run.
-type options struct {
+// tuning is the Executor's knobs. They are fixed in production; benchmarks
+// turn them down to measure what each one buys in the same run.
+type tuning struct {
 	maxGroup  int // batches per transaction; 1 turns group commit off
 	stmtCache int // prepared statements kept on an embedded connection; 0 keeps none
 }
 
-func defaultOptions() options {
-	return options{maxGroup: defaultMaxGroup, stmtCache: defaultStmtCache}
+func defaultTuning() tuning {
+	return tuning{maxGroup: defaultMaxGroup, stmtCache: defaultStmtCache}
 }
 
-// open is Open with the options as a parameter.
-func open(ctx context.Context, url, authToken string, opt options) (*Executor, error) {
+// open is Open with the tuning as a parameter.
+func open(ctx context.Context, url, authToken string, tune tuning) (*Executor, error) {
 	if url == "" {
 		url = DefaultURL
 	}
@@ -141,8 +141,8 @@ func open(ctx context.Context, url, authToken string, opt options) (*Executor, e
 		hrana:     hc,
 		db:        db,
 		remote:    remote,
-		maxGroup:  max(opt.maxGroup, 1),
-		stmtCache: opt.stmtCache,
+		maxGroup:  max(tune.maxGroup, 1),
+		stmtCache: tune.stmtCache,
 		queue:     make(chan *job, 4*defaultMaxGroup),
 		closing:   make(chan struct{}),
 		stopped:   make(chan struct{}),

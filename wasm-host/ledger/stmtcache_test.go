@@ -10,9 +10,9 @@ import (
 	"decisiongateway/shared/abi"
 )
 
-func openEmbedded(t *testing.T, opt options) *Executor {
+func openEmbedded(t *testing.T, tune tuning) *Executor {
 	t.Helper()
-	e, err := open(testCtx(t), "file:"+filepath.Join(t.TempDir(), "ledger.db"), "", opt)
+	e, err := open(testCtx(t), "file:"+filepath.Join(t.TempDir(), "ledger.db"), "", tune)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func openEmbedded(t *testing.T, opt options) *Executor {
 // The embedded writer compiles each SQL text once; later batches with the
 // same text, BEGIN and COMMIT included, only bind and run it.
 func TestPreparedStatementsAreReused(t *testing.T) {
-	e := openEmbedded(t, defaultOptions())
+	e := openEmbedded(t, defaultTuning())
 	run(t, e, stmt("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)"))
 	batch := func(i int) []abi.StepResult {
 		return run(t, e,
@@ -52,7 +52,7 @@ func TestPreparedStatementsAreReused(t *testing.T) {
 // A kept statement still follows the schema: SQLite recompiles it when a
 // table it reads has changed.
 func TestPreparedStatementSeesSchemaChange(t *testing.T) {
-	e := openEmbedded(t, defaultOptions())
+	e := openEmbedded(t, defaultTuning())
 	run(t, e, stmt("CREATE TABLE t (a INTEGER)"), stmt("INSERT INTO t VALUES (1)"))
 	if cols := run(t, e, stmt("SELECT * FROM t"))[0].Columns; len(cols) != 1 {
 		t.Fatalf("columns %v", cols)
@@ -67,7 +67,7 @@ func TestPreparedStatementSeesSchemaChange(t *testing.T) {
 // A statement that failed (a constraint, here) is reset and can run again;
 // and a failed batch leaves nothing behind for the next one.
 func TestPreparedStatementAfterError(t *testing.T) {
-	e := openEmbedded(t, defaultOptions())
+	e := openEmbedded(t, defaultTuning())
 	run(t, e, stmt("CREATE TABLE t (k TEXT PRIMARY KEY)"))
 	insert := "INSERT INTO t VALUES (?)"
 	run(t, e, stmt(insert, abi.String("a")))
@@ -134,7 +134,7 @@ func TestStatementCacheIsBounded(t *testing.T) {
 // With the cache off every statement is compiled, as before the cache; the
 // benchmarks use this as their baseline.
 func TestStatementCacheOff(t *testing.T) {
-	e := openEmbedded(t, options{maxGroup: defaultMaxGroup})
+	e := openEmbedded(t, tuning{maxGroup: defaultMaxGroup})
 	before := e.Stats()
 	for range 3 {
 		scalar(t, e, "SELECT 1")
