@@ -21,7 +21,8 @@ import (
 // ledger batches, the upstream call, settlement), to the same fake upstream,
 // and times both. Reported: p50/p99 of each, the added latency, and
 // requests/s of an 8-way burst through each, so every figure and ratio comes
-// from one run under the same load.
+// from one run under the same load; and the ledger's statements, sqld
+// requests and transactions per decision of the burst.
 func BenchmarkDecisionPath(b *testing.B) {
 	for _, be := range sqldtest.Backends(b) {
 		b.Run(be.Name, func(b *testing.B) { benchmarkDecisionPath(b, be.URL) })
@@ -72,7 +73,7 @@ func benchmarkDecisionPath(b *testing.B, ledger string) {
 	b.ReportMetric(float64((gp[1] - pp[1]).Microseconds()), "added-p99-µs")
 
 	burst := func(u string) float64 {
-		const n, workers = 400, 8
+		const n, workers = burstRequests, 8
 		var wg sync.WaitGroup
 		next := make(chan struct{}, n)
 		for i := 0; i < n; i++ {
@@ -92,11 +93,24 @@ func benchmarkDecisionPath(b *testing.B, ledger string) {
 		wg.Wait()
 		return n / time.Since(start).Seconds()
 	}
-	pr, gr := burst(proxy.URL+"/v1/service"), burst(g.URL+"/v1/service")
+	pr := burst(proxy.URL + "/v1/service")
+	before := g.App.Ledger.Stats()
+	gr := burst(g.URL + "/v1/service")
+	led := g.App.Ledger.Stats().Sub(before)
 	b.ReportMetric(pr, "proxy-req/s")
 	b.ReportMetric(gr, "gateway-req/s")
 	b.ReportMetric(gr/pr, "gateway/proxy-throughput")
+	// What the ledger did per decision of the burst: statements the
+	// database ran, requests to sqld, and transactions (below 2 when group
+	// commit shares them between decisions).
+	per := func(v int64) float64 { return float64(v) / burstRequests }
+	b.ReportMetric(per(led.Statements), "ledger-stmts/decision")
+	b.ReportMetric(per(led.RoundTrips), "ledger-trips/decision")
+	b.ReportMetric(per(led.Transactions), "ledger-tx/decision")
 }
+
+// burstRequests is how many requests the 8-way burst sends through each path.
+const burstRequests = 400
 
 func percentiles(d []time.Duration) [2]time.Duration {
 	s := slices.Clone(d)

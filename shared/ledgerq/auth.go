@@ -34,30 +34,49 @@ type Auth struct {
 	Window Window
 }
 
-// authSteps appends the authentication steps and returns the conditions
-// under which the caller is authenticated.
-func (x *builder) auth(p *Principal, now time.Time) (when []abi.Cond, rateOK, found int) {
+// authSteps are the steps of a batch that authenticate its caller.
+type authSteps struct {
+	count int   // the address's attempt count; -1 without a key
+	limit int64 // the address's limit
+	// ok is, with a key, the UPDATE that records the key's use: it changes
+	// a row exactly when the key is live, belongs to the account and the
+	// address is within its limit. Without a key it is a SELECT that finds
+	// the account.
+	ok int
+}
+
+// auth appends the authentication steps and returns the conditions under
+// which the caller is authenticated.
+func (x *builder) auth(p *Principal, now time.Time) ([]abi.Cond, authSteps) {
 	if p.KeyHash == "" {
-		found = x.add(`SELECT 1 FROM accounts WHERE id = ?`, nil, str(p.AccountID))
-		return []abi.Cond{truthy(found)}, -1, found
+		found := x.add(`SELECT 1 FROM accounts WHERE id = ?`, nil, str(p.AccountID))
+		return []abi.Cond{truthy(found)}, authSteps{count: -1, ok: found}
 	}
 	limit := p.AuthLimit
 	if limit == 0 {
 		limit = DefaultAuthLimit
 	}
-	_, rateOK = x.rate("auth:"+p.IPHash, WindowAt(now, time.Minute), limit, nil)
-	found = x.add(`SELECT 1 FROM api_keys WHERE secret_hash = ? AND account_id = ? AND revoked_at IS NULL`,
-		[]abi.Cond{truthy(rateOK)}, str(p.KeyHash), str(p.AccountID))
-	x.add(`UPDATE api_keys SET last_used_at = ? WHERE secret_hash = ?`, []abi.Cond{truthy(found)}, num(now.Unix()), str(p.KeyHash))
-	return []abi.Cond{truthy(rateOK), truthy(found)}, rateOK, found
+	scope, w := "auth:"+p.IPHash, WindowAt(now, time.Minute)
+	count := x.count(scope, w, nil)
+	inLimit, args := within(scope, w, limit)
+	// Checking the key and recording its use is one statement: the UPDATE
+	// changes the key's row only when the SELECT that used to come first
+	// would have found it, and only while the address is within its limit.
+	ok := x.add(`UPDATE api_keys SET last_used_at = ?
+WHERE secret_hash = ? AND account_id = ? AND revoked_at IS NULL AND `+inLimit, nil,
+		append([]abi.Value{num(now.Unix()), str(p.KeyHash), str(p.AccountID)}, args...)...)
+	return []abi.Cond{affected(ok)}, authSteps{count: count, limit: int64(limit), ok: ok}
 }
 
-func readAuth(res *abi.BatchResult, rateOK, found int, now time.Time) Auth {
-	a := Auth{Window: WindowAt(now, time.Minute), OK: res.Steps[found].First().Truthy()}
-	if rateOK >= 0 {
-		a.RateLimited = !res.Steps[rateOK].First().Truthy()
+func readAuth(res *abi.BatchResult, a authSteps, now time.Time) Auth {
+	out := Auth{Window: WindowAt(now, time.Minute)}
+	if a.count < 0 {
+		out.OK = res.Steps[a.ok].First().Truthy()
+		return out
 	}
-	return a
+	out.RateLimited = res.Steps[a.count].First().AsInt() > a.limit
+	out.OK = res.Steps[a.ok].RowsAffected > 0
+	return out
 }
 
 // AuthorizeKey authenticates an API key and counts one attempt on the
@@ -65,14 +84,14 @@ func readAuth(res *abi.BatchResult, rateOK, found int, now time.Time) Auth {
 // only touched when the key is valid.
 func AuthorizeKey(l platform.Ledger, p *Principal, scope string, limit int, now time.Time) (Auth, Rate, error) {
 	var x builder
-	when, rateOK, found := x.auth(p, now)
+	authed, as := x.auth(p, now)
 	w := WindowAt(now, time.Minute)
-	count, _ := x.rate(scope+":"+p.AccountID, w, limit, when)
+	count := x.count(scope+":"+p.AccountID, w, authed)
 	res, err := exec(l, &x)
 	if err != nil {
 		return Auth{}, Rate{}, err
 	}
-	a := readAuth(&res, rateOK, found, now)
+	a := readAuth(&res, as, now)
 	return a, Rate{Limit: int64(limit), Count: res.Steps[count].First().AsInt(), Window: w}, nil
 }
 
@@ -87,10 +106,10 @@ func CountAttempt(l platform.Ledger, ipHash string, limit int, now time.Time) (A
 	}
 	var x builder
 	w := WindowAt(now, time.Minute)
-	_, ok := x.rate("auth:"+ipHash, w, limit, nil)
+	count := x.count("auth:"+ipHash, w, nil)
 	res, err := exec(l, &x)
 	if err != nil {
 		return Auth{}, err
 	}
-	return Auth{Window: w, RateLimited: !res.Steps[ok].First().Truthy()}, nil
+	return Auth{Window: w, RateLimited: res.Steps[count].First().AsInt() > int64(limit)}, nil
 }

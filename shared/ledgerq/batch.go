@@ -61,14 +61,22 @@ func WindowAt(now time.Time, d time.Duration) Window {
 	return Window{Start: start, End: start + s}
 }
 
-// rate appends the two steps that count one attempt in scope's window and
-// test it against limit. The count step returns the new count; the test
-// step is truthy while the count is within the limit.
-func (x *builder) rate(scope string, w Window, limit int, when []abi.Cond) (count, ok int) {
-	count = x.add(`INSERT INTO rate_windows (scope, window_start, count) VALUES (?, ?, 1)
+// count appends the step that counts one attempt in scope's window and
+// returns the new count (RETURNING count). A limit is not tested by a step
+// of its own: the steps it guards test it in their own WHERE clause
+// (within), and the caller reads Rate.Exceeded from the count. One
+// statement fewer per counter, and no value test that would have to be
+// evaluated twice on sqld.
+func (x *builder) count(scope string, w Window, when []abi.Cond) int {
+	return x.add(`INSERT INTO rate_windows (scope, window_start, count) VALUES (?, ?, 1)
 ON CONFLICT (scope, window_start) DO UPDATE SET count = count + 1 RETURNING count`, when, str(scope), num(w.Start))
-	ok = x.add(`SELECT count <= ? FROM rate_windows WHERE scope = ? AND window_start = ?`, when, num(int64(limit)), str(scope), num(w.Start))
-	return count, ok
+}
+
+// within is a condition for a WHERE clause: scope's window, counted earlier
+// in the same batch, is within limit.
+func within(scope string, w Window, limit int) (sql string, args []abi.Value) {
+	return `(SELECT count FROM rate_windows WHERE scope = ? AND window_start = ?) <= ?`,
+		[]abi.Value{str(scope), num(w.Start), num(int64(limit))}
 }
 
 // Rate is the outcome of a rate counter.

@@ -62,35 +62,52 @@ type Reservation struct {
 // count the attempt on the account's rate window (replays count too, spec
 // §4.1 rule 3), stop if an expired lease needs reconciling, claim the
 // idempotency key (or read its record), reserve the cost and record the
-// request as pending with a lease. A claim whose reservation fails is undone
-// in the same batch, so an unpaid attempt never holds a key.
+// request as pending with a lease. The key is claimed only when the debit
+// after it will succeed, so an unpaid attempt never holds a key.
+//
+// The checks that decide whether the reservation goes ahead (the rate
+// limit, no expired lease, the balance) sit in the WHERE clauses of the
+// statements that write, not in steps of their own: the batch's happy path
+// is six statements (seven with a key), and the outcome is read from what
+// those statements changed and returned.
 func ReserveDecision(l platform.Ledger, r *Reserve) (Reservation, error) {
 	var x builder
 	now := r.Now.Unix()
-	authed, rateOK, found := x.auth(&r.Principal, r.Now)
+	authed, as := x.auth(&r.Principal, r.Now)
 	w := WindowAt(r.Now, time.Minute)
-	count, within := x.rate("decide:"+r.AccountID, w, r.RateLimit, authed)
-	go1 := and(authed, truthy(within))
-	stale := x.add(`SELECT EXISTS (SELECT 1 FROM requests WHERE account_id = ? AND state = 'pending' AND lease_until < ?)`,
-		go1, str(r.AccountID), num(now))
-	go2 := and(go1, falsy(stale))
-	record, claim := -1, -1
+	scope := "decide:" + r.AccountID
+	count := x.count(scope, w, authed)
+
+	// May the attempt be paid for? Within the rate limit, and no attempt of
+	// the account pending past its lease (that one is reconciled first).
+	inLimit, gateArgs := within(scope, w, r.RateLimit)
+	gate := inLimit + ` AND NOT ` + staleLease
+	gateArgs = append(gateArgs, str(r.AccountID), num(now))
+
+	pay := authed
+	claim, record := -1, -1
 	if r.IdemKey != "" {
-		record = x.add(`SELECT state, fingerprint, request_id, status, headers, body, mode FROM idempotency WHERE account_id = ? AND key = ?`,
-			go2, str(r.AccountID), str(r.IdemKey))
 		// A record past its retention is taken over by the new operation
-		// (spec §3.1, expired): it is billed again.
+		// (spec §3.1, expired): it is billed again. The claim carries the
+		// debit's own conditions, balance included, so it succeeds exactly
+		// when the debit will.
 		claim = x.add(`INSERT INTO idempotency (account_id, key, fingerprint, state, request_id, created_at, expires_at)
-VALUES (?, ?, ?, 'pending', ?, ?, ?)
+SELECT ?, ?, ?, 'pending', ?, ?, ? WHERE (SELECT balance FROM accounts WHERE id = ?) >= ? AND `+gate+`
 ON CONFLICT (account_id, key) DO UPDATE SET fingerprint = excluded.fingerprint, state = 'pending',
   request_id = excluded.request_id, created_at = excluded.created_at, expires_at = excluded.expires_at,
   status = NULL, headers = NULL, body = NULL, mode = NULL
-WHERE idempotency.expires_at <= ?`,
-			go2, str(r.AccountID), str(r.IdemKey), str(r.Fingerprint), str(r.RequestID), num(now), num(now+int64(r.TTL/time.Second)), num(now))
-		go2 = and(go2, affected(claim))
+WHERE idempotency.expires_at <= ?`, authed,
+			append(append([]abi.Value{str(r.AccountID), str(r.IdemKey), str(r.Fingerprint), str(r.RequestID), num(now),
+				num(now + int64(r.TTL/time.Second)), str(r.AccountID), num(r.Cost)}, gateArgs...), num(now))...)
+		// Not claimed: the live record says why (or there is none, and the
+		// balance was short).
+		record = x.add(`SELECT state, fingerprint, request_id, status, headers, body, mode FROM idempotency
+WHERE account_id = ? AND key = ? AND expires_at > ?`,
+			and(authed, notAffected(claim)), str(r.AccountID), str(r.IdemKey), num(now))
+		pay = and(authed, affected(claim))
 	}
-	debit := x.add(`UPDATE accounts SET balance = balance - ? WHERE id = ? AND balance >= ?`,
-		go2, num(r.Cost), str(r.AccountID), num(r.Cost))
+	debit := x.add(`UPDATE accounts SET balance = balance - ? WHERE id = ? AND balance >= ? AND `+gate+` RETURNING balance`,
+		pay, append([]abi.Value{num(r.Cost), str(r.AccountID), num(r.Cost)}, gateArgs...)...)
 	x.add(`INSERT INTO credit_entries (account_id, delta, kind, request_id, created_at) VALUES (?, ?, 'reserve', ?, ?)`,
 		[]abi.Cond{affected(debit)}, str(r.AccountID), num(-r.Cost), str(r.RequestID), num(now))
 	var keyID abi.Value
@@ -101,20 +118,25 @@ WHERE idempotency.expires_at <= ?`,
 VALUES (?, ?, (SELECT id FROM api_keys WHERE secret_hash = ?), ?, ?, ?, ?, 'pending', ?, ?, ?)`,
 		[]abi.Cond{affected(debit)}, str(r.RequestID), str(r.AccountID), keyID, str(r.Source), str(r.Model),
 		num(int64(r.Questions)), num(r.Cost), nullable(r.IdemKey), num(now+int64(r.Lease/time.Second)), num(now))
-	if claim >= 0 {
-		x.add(`DELETE FROM idempotency WHERE account_id = ? AND key = ? AND request_id = ?`,
-			[]abi.Cond{affected(claim), notAffected(debit)}, str(r.AccountID), str(r.IdemKey), str(r.RequestID))
-	}
-	balance := x.add(`SELECT balance FROM accounts WHERE id = ?`, authed, str(r.AccountID))
+	// Only when nothing was reserved: the balance for the answer, and
+	// whether an expired lease stood in the way.
+	state := x.add(`SELECT balance, `+staleLease+` FROM accounts WHERE id = ?`,
+		and(authed, notAffected(debit)), str(r.AccountID), num(now), str(r.AccountID))
 
 	res, err := exec(l, &x)
 	if err != nil {
 		return Reservation{}, err
 	}
 	out := Reservation{
-		Auth:    readAuth(&res, rateOK, found, r.Now),
-		Rate:    Rate{Limit: int64(r.RateLimit), Count: res.Steps[count].First().AsInt(), Window: w},
-		Balance: res.Steps[balance].First().AsInt(),
+		Auth: readAuth(&res, as, r.Now),
+		Rate: Rate{Limit: int64(r.RateLimit), Count: res.Steps[count].First().AsInt(), Window: w},
+	}
+	reserved := res.Steps[debit].RowsAffected > 0
+	var stale bool
+	if reserved {
+		out.Balance = res.Steps[debit].First().AsInt()
+	} else if rows := res.Steps[state].Rows; len(rows) > 0 {
+		out.Balance, stale = rows[0][0].AsInt(), rows[0][1].Truthy()
 	}
 	switch {
 	case out.Auth.RateLimited:
@@ -123,17 +145,21 @@ VALUES (?, ?, (SELECT id FROM api_keys WHERE secret_hash = ?), ?, ?, ?, ?, 'pend
 		out.Outcome = Unauthorized
 	case out.Rate.Exceeded():
 		out.Outcome = RateLimited
-	case res.Steps[stale].First().Truthy():
-		out.Outcome = Reconciling
-	case claim >= 0 && res.Steps[claim].RowsAffected == 0:
-		out.Outcome, out.Replay = readRecord(&res.Steps[record], r.Fingerprint)
-	case res.Steps[debit].RowsAffected == 0:
-		out.Outcome = Insufficient
-	default:
+	case reserved:
 		out.Outcome = Reserved
+	case stale:
+		out.Outcome = Reconciling
+	case claim >= 0 && len(res.Steps[record].Rows) > 0:
+		out.Outcome, out.Replay = readRecord(&res.Steps[record], r.Fingerprint)
+	default:
+		out.Outcome = Insufficient
 	}
 	return out, nil
 }
+
+// staleLease is a condition for a WHERE clause or a column: the account has
+// an attempt pending past its lease. Args: account, now.
+const staleLease = `EXISTS (SELECT 1 FROM requests WHERE account_id = ? AND state = 'pending' AND lease_until < ?)`
 
 func nullable(s string) abi.Value {
 	if s == "" {

@@ -20,7 +20,9 @@
 //     it, exactly as if they had committed one by one. If one batch hits an
 //     SQL error, the transaction is rolled back, that batch alone gets the
 //     error, and the others are run again without it, so a failing batch
-//     never changes another's outcome.
+//     never changes another's outcome. The writer yields once before
+//     committing a short group, because the callers it just woke would
+//     otherwise reach the queue one at a time (see gather).
 //   - A batch of one statement, alone in its group, runs without BEGIN and
 //     COMMIT: SQLite makes a single statement atomic by itself, and over HTTP
 //     each of those is a round trip to the server.
@@ -31,15 +33,26 @@
 //     conditions turned into guard statements that fail when a test is
 //     false (see translate.go), and sends it on a kept stream. Batches the
 //     translation cannot express exactly still run interactively.
+//   - Prepared statements on the embedded file. Compiling SQL cost about as
+//     much as running it, and the routes send the same few texts over and
+//     over, so the writer keeps each statement compiled on its connection
+//     (a bounded cache by SQL text, stmtcache.go) and runs them at the
+//     driver level inside Conn.Raw: database/sql would compile every
+//     statement again and start a goroutine per query. A remote server gets
+//     the text every time anyway, so it has no cache.
 //   - Retries. SQLITE_BUSY ("database is locked") from another host, before
 //     anything committed, is retried with jittered exponential backoff for as
 //     long as the caller's context allows.
-//   - Query or Exec. database/sql gives either a statement's rows or its
+//   - Query or Exec. A driver gives either a statement's rows or its
 //     changes count, not both, so the executor decides from the SQL text:
 //     statements that return rows (SELECT, VALUES, PRAGMA, EXPLAIN,
 //     WITH … SELECT, and any … RETURNING) use Query, the rest use Exec. A
 //     RETURNING statement reports its row count as rows affected, which is
 //     what SQLite changed; a SELECT reports 0.
+//
+// Stats counts what reached the database (statements, transactions,
+// requests to a server, compilations); BenchmarkDecision reports them per
+// decision.
 //
 // Values come back as the SQLite storage class they have: integer, real,
 // text, blob or null. One exception comes from the drivers, not from SQLite:

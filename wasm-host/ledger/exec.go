@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"decisiongateway/shared/abi"
@@ -70,6 +71,7 @@ func (e *Executor) Exec(ctx context.Context, b *abi.Batch) abi.BatchResult {
 	}
 	select {
 	case <-j.done:
+		e.counters.batches.Add(1)
 		return j.res
 	case <-ctx.Done():
 		if j.state.CompareAndSwap(jobQueued, jobAbandoned) {
@@ -81,6 +83,7 @@ func (e *Executor) Exec(ctx context.Context, b *abi.Batch) abi.BatchResult {
 		}
 	}
 	<-j.done // taken by the writer: wait for its outcome
+	e.counters.batches.Add(1)
 	return j.res
 }
 
@@ -90,7 +93,7 @@ func plan(steps []abi.Statement) ([]shape, error) {
 	shapes := make([]shape, len(steps))
 	for i := range steps {
 		st := &steps[i]
-		s, err := classify(st.SQL)
+		s, err := shapeOf(st.SQL)
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %w", i, err)
 		}
@@ -113,4 +116,30 @@ func plan(steps []abi.Statement) ([]shape, error) {
 		shapes[i] = s
 	}
 	return shapes, nil
+}
+
+// shapes remembers what classify found for each SQL text. Routes send the
+// same few texts in every batch, and looking one up costs less than lexing
+// it again (the longest statements of the decision path are 500 bytes).
+// classify depends on the text alone, so one memo serves every Executor. It
+// stops growing at maxShapes, past which texts are classified each time, so
+// that SQL built with varying content cannot grow it without end.
+var shapes struct {
+	m sync.Map // SQL text → shape
+	n atomic.Int32
+}
+
+const maxShapes = 1024
+
+func shapeOf(sql string) (shape, error) {
+	if s, ok := shapes.m.Load(sql); ok {
+		return s.(shape), nil
+	}
+	s, err := classify(sql)
+	if err == nil && shapes.n.Load() < maxShapes {
+		if _, loaded := shapes.m.LoadOrStore(sql, s); !loaded {
+			shapes.n.Add(1)
+		}
+	}
+	return s, err
 }

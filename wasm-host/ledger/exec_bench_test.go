@@ -18,7 +18,7 @@ import (
 func BenchmarkExec(b *testing.B) {
 	for _, be := range sqldtest.Backends(b) {
 		for _, group := range []int{1, defaultMaxGroup} {
-			e, err := open(testCtx(b), be.URL, "", Options{Create: true}, group)
+			e, err := open(testCtx(b), be.URL, "", Options{Create: true}, tuning{maxGroup: group})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	neturl "net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"decisiongateway/shared/abi"
@@ -35,6 +36,8 @@ type hranaClient struct {
 	baton string    // the open stream, "" when none
 	base  string    // where the server asked the stream's next request to go
 	used  time.Time // when the stream last answered
+
+	trips *atomic.Int64 // counts requests sent (Stats.RoundTrips); may be nil
 }
 
 // newHranaClient derives the pipeline endpoint from a remote ledger URL the
@@ -165,12 +168,19 @@ func (c *hranaClient) close() {
 		if c.token != "" {
 			req.Header.Set("Authorization", "Bearer "+c.token)
 		}
+		c.trip()
 		if resp, err := c.http.Do(req); err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
 	}
 	c.reset()
+}
+
+func (c *hranaClient) trip() {
+	if c.trips != nil {
+		c.trips.Add(1)
+	}
 }
 
 func (c *hranaClient) url() string {
@@ -204,6 +214,7 @@ func (c *hranaClient) send(ctx context.Context, steps []hranaStep) (*hranaBatchR
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	c.trip()
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, err

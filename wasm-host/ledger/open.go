@@ -52,8 +52,10 @@ const OperatorPatience = 15 * time.Second
 // host (or an operator's sqlite3 shell) read while the gateway writes;
 // busy_timeout makes SQLite wait for another process's write lock instead of
 // failing at once; synchronous=NORMAL and foreign_keys=ON are what sqld runs
-// with, so both backends behave alike (NORMAL in WAL mode never corrupts the
-// file; a power cut may drop the last commits, not tear one).
+// with, so both backends behave alike. NORMAL in WAL mode never corrupts the
+// file and loses nothing committed when the process dies (SIGKILL included:
+// the commit is in the WAL file); a power cut may drop the commits since the
+// last checkpoint, not tear one (schema/ledger.md, "Durability").
 var embeddedPragmas = []string{
 	"busy_timeout(5000)",
 	"journal_mode(WAL)",
@@ -77,9 +79,13 @@ type Executor struct {
 	closeMu  sync.Once
 	closeErr error
 
+	counters counters // what Stats reports
+
 	// Owned by the writer goroutine.
-	conn     *sql.Conn // kept between transactions; nil when none
-	connIdle time.Time // when conn last finished a transaction
+	conn      *sql.Conn  // kept between transactions; nil when none
+	connIdle  time.Time  // when conn last finished a transaction
+	cache     *stmtCache // conn's prepared statements (embedded); nil when none yet
+	stmtCache int        // the cache's bound; 0 turns it off
 }
 
 // defaultMaxGroup bounds how many queued batches share one transaction. It
@@ -111,12 +117,22 @@ func Open(ctx context.Context, url, authToken string) (*Executor, error) {
 
 // OpenWith is Open with Options.
 func OpenWith(ctx context.Context, url, authToken string, o Options) (*Executor, error) {
-	return open(ctx, url, authToken, o, defaultMaxGroup)
+	return open(ctx, url, authToken, o, defaultTuning())
 }
 
-// open is OpenWith with the group size as a parameter, for benchmarks that
-// compare group commit (maxGroup > 1) with one transaction per batch.
-func open(ctx context.Context, url, authToken string, o Options, maxGroup int) (*Executor, error) {
+// tuning is the Executor's knobs. They are fixed in production; benchmarks
+// turn them down to measure what each one buys in the same run.
+type tuning struct {
+	maxGroup  int // batches per transaction; 1 turns group commit off
+	stmtCache int // prepared statements kept on an embedded connection; 0 keeps none
+}
+
+func defaultTuning() tuning {
+	return tuning{maxGroup: defaultMaxGroup, stmtCache: defaultStmtCache}
+}
+
+// open is OpenWith with the tuning as a parameter.
+func open(ctx context.Context, url, authToken string, o Options, tune tuning) (*Executor, error) {
 	if url == "" {
 		url = DefaultURL
 	}
@@ -157,15 +173,19 @@ func open(ctx context.Context, url, authToken string, o Options, maxGroup int) (
 		}
 	}
 	e := &Executor{
-		name:     name,
-		patience: o.Patience,
-		hrana:    hc,
-		db:       db,
-		remote:   remote,
-		maxGroup: max(maxGroup, 1),
-		queue:    make(chan *job, 4*defaultMaxGroup),
-		closing:  make(chan struct{}),
-		stopped:  make(chan struct{}),
+		name:      name,
+		patience:  o.Patience,
+		hrana:     hc,
+		db:        db,
+		remote:    remote,
+		maxGroup:  max(tune.maxGroup, 1),
+		stmtCache: tune.stmtCache,
+		queue:     make(chan *job, 4*defaultMaxGroup),
+		closing:   make(chan struct{}),
+		stopped:   make(chan struct{}),
+	}
+	if hc != nil {
+		hc.trips = &e.counters.roundTrips
 	}
 	go e.write()
 	return e, nil

@@ -53,7 +53,8 @@ func TestOpenRefusesBadURLs(t *testing.T) {
 	}
 }
 
-// The embedded file is configured to behave like sqld: foreign keys on, WAL.
+// The embedded file is configured to behave like sqld: foreign keys on, WAL,
+// synchronous=NORMAL.
 func TestBackendsShareSettings(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
 		e := openT(t, url)
@@ -62,6 +63,10 @@ func TestBackendsShareSettings(t *testing.T) {
 		}
 		if mode := query(t, e, "PRAGMA journal_mode")[0][0].AsString(); mode != "wal" {
 			t.Errorf("journal_mode = %s, want wal", mode)
+		}
+		// NORMAL: the durability schema/ledger.md states.
+		if sync := scalar(t, e, "PRAGMA synchronous"); sync != 1 {
+			t.Errorf("synchronous = %d, want 1 (NORMAL)", sync)
 		}
 		run(t, e, stmt("CREATE TABLE p (id INTEGER PRIMARY KEY)"), stmt("CREATE TABLE c (p INTEGER REFERENCES p (id))"))
 		if res := e.Exec(testCtx(t), batchOf(stmt("INSERT INTO c VALUES (7)"))); res.Err == "" {

@@ -88,3 +88,23 @@ func TestClassifyReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// The memo of shapes answers what classify answers, errors included (those
+// are not remembered).
+func TestShapeMemoAgreesWithClassify(t *testing.T) {
+	for _, sql := range []string{
+		"SELECT 1",
+		"UPDATE accounts SET balance = balance - ? WHERE id = ? RETURNING balance",
+		"INSERT INTO t SELECT ?, ? WHERE 1 ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+		"SELECT :named",
+		"BEGIN",
+	} {
+		want, wantErr := classify(sql)
+		for range 2 {
+			got, err := shapeOf(sql)
+			if got != want || (err == nil) != (wantErr == nil) {
+				t.Errorf("%q: shapeOf = %+v, %v; classify = %+v, %v", sql, got, err, want, wantErr)
+			}
+		}
+	}
+}

@@ -299,6 +299,13 @@ func andCond(conds []hranaCond) *hranaCond {
 // apply unchanged.
 func (e *Executor) attemptRemote(ctx context.Context, group []*job, p *remotePlan) attempt {
 	res, err := e.hrana.batch(ctx, p.steps)
+	if res != nil {
+		for k := range res.StepResults {
+			if res.StepResults[k] != nil || res.StepErrors[k] != nil {
+				e.counters.statements.Add(1)
+			}
+		}
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, errNotSent) || errors.Is(err, errRefused) || isDial(err):

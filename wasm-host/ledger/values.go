@@ -1,36 +1,38 @@
 package ledger
 
 import (
-	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"time"
 
 	"decisiongateway/shared/abi"
 )
 
-// driverArgs converts batch arguments into the types database/sql passes to
-// drivers unchanged. A blob is never nil, so an empty blob stays a blob
-// instead of binding as NULL.
-func driverArgs(vals []abi.Value) ([]any, error) {
+// driverArgs converts batch arguments into the values drivers bind
+// (int64, float64, string, []byte, nil) at the positions of the ? marks. A
+// blob is never nil, so an empty blob stays a blob instead of binding as
+// NULL.
+func driverArgs(vals []abi.Value) ([]driver.NamedValue, error) {
 	if len(vals) == 0 {
 		return nil, nil
 	}
-	out := make([]any, len(vals))
+	out := make([]driver.NamedValue, len(vals))
 	for i, v := range vals {
+		out[i].Ordinal = i + 1
 		switch v.Kind {
 		case abi.Null:
-			out[i] = nil
+			out[i].Value = nil
 		case abi.Integer:
-			out[i] = v.Int
+			out[i].Value = v.Int
 		case abi.Float:
-			out[i] = v.Float
+			out[i].Value = v.Float
 		case abi.Text:
-			out[i] = v.Str
+			out[i].Value = v.Str
 		case abi.Blob:
 			if v.Bytes == nil {
-				out[i] = []byte{}
+				out[i].Value = []byte{}
 			} else {
-				out[i] = v.Bytes
+				out[i].Value = v.Bytes
 			}
 		default:
 			return nil, fmt.Errorf("argument %d has unknown kind %d", i+1, v.Kind)
@@ -42,6 +44,7 @@ func driverArgs(vals []abi.Value) ([]any, error) {
 // fromDriver converts a cell as the drivers deliver it. Both drivers give
 // int64, float64, string, []byte or nil; time.Time appears only for text in
 // date-typed columns (see the package comment) and bool never in practice.
+// A blob is copied: a driver may reuse the buffer for its next row.
 func fromDriver(v any) abi.Value {
 	switch x := v.(type) {
 	case nil:
@@ -53,7 +56,10 @@ func fromDriver(v any) abi.Value {
 	case string:
 		return abi.String(x)
 	case []byte:
-		return abi.Bytes(x)
+		if x == nil {
+			return abi.Bytes(nil)
+		}
+		return abi.Bytes(append([]byte{}, x...))
 	case time.Time:
 		return abi.String(formatTime(x))
 	case bool:
@@ -72,34 +78,4 @@ func formatTime(t time.Time) string {
 		return t.Format("2006-01-02 15:04:05.999999999")
 	}
 	return t.Format("2006-01-02 15:04:05.999999999-07:00")
-}
-
-// collect reads every row of a result set. Scanning into *any makes
-// database/sql copy []byte cells, so the driver may reuse its buffers.
-func collect(rows *sql.Rows) ([]string, [][]abi.Value, error) {
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, nil, err
-	}
-	cells := make([]any, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range cells {
-		ptrs[i] = &cells[i]
-	}
-	var out [][]abi.Value
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, nil, err
-		}
-		row := make([]abi.Value, len(cols))
-		for i, c := range cells {
-			row[i] = fromDriver(c)
-		}
-		out = append(out, row)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	return cols, out, rows.Close()
 }

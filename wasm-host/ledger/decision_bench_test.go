@@ -1,0 +1,182 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/ledgerq"
+	"decisiongateway/wasm-host/sqldtest"
+)
+
+// BenchmarkDecision measures the ledger's share of one decision: the
+// reservation batch and the settlement batch of shared/ledgerq, exactly as
+// functions/decide sends them, with no module, HTTP or upstream around
+// them. One op is one decision. Besides ns/op it reports, per decision, the
+// statements the database ran, the requests sent to sqld, the transactions
+// (fewer than two when group commit shares them), the statements SQLite
+// compiled from text, how many batches shared a transaction, and the CPU
+// time this process spent (which, unlike ns/op, other processes on the
+// machine do not inflate; on sqld it leaves out the server's own).
+//
+// Each row is measured against the others of the same run: serial and
+// parallel8 (8 callers, as a host with 8 warm instances issues them), with
+// the statement cache off (nocache) and group commit off (group=1).
+//
+//	go test ./wasm-host/ledger -run '^$' -bench Decision -benchtime 2000x
+func BenchmarkDecision(b *testing.B) {
+	noCache := defaultTuning()
+	noCache.stmtCache = 0
+	noGroup := defaultTuning()
+	noGroup.maxGroup = 1
+	cases := []struct {
+		name     string
+		callers  int
+		idem     bool // every decision carries its own Idempotency-Key
+		tune     tuning
+		embedded bool // only on the embedded file (sqld has no statement cache of ours)
+	}{
+		{"serial", 1, false, defaultTuning(), false},
+		{"serial/nocache", 1, false, noCache, true},
+		{"serial-idem", 1, true, defaultTuning(), false},
+		{"parallel8", 8, false, defaultTuning(), false},
+		{"parallel8/nocache", 8, false, noCache, true},
+		{"parallel8/group=1", 8, false, noGroup, false},
+	}
+	for _, be := range sqldtest.Backends(b) {
+		setup, err := Open(context.Background(), be.URL, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := setup.Migrate(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		accounts := benchAccounts(b, setup, 8)
+		for _, c := range cases {
+			if c.embedded && be.Name != "embedded" {
+				continue
+			}
+			b.Run(be.Name+"/"+c.name, func(b *testing.B) {
+				e, err := open(context.Background(), be.URL, "", Options{Create: true}, c.tune)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer e.Close()
+				l := benchLedger{e}
+				var caller atomic.Int64
+				decide := func(acct int) {
+					if err := benchDecision(l, accounts[acct], c.idem); err != nil {
+						b.Error(err)
+					}
+				}
+				before, cpu := e.Stats(), processCPU()
+				if c.callers == 1 {
+					for b.Loop() {
+						decide(0)
+					}
+				} else {
+					b.SetParallelism(max(1, c.callers/testingProcs()))
+					b.RunParallel(func(pb *testing.PB) {
+						acct := int(caller.Add(1)-1) % len(accounts)
+						for pb.Next() {
+							decide(acct)
+						}
+					})
+				}
+				reportPerDecision(b, e.Stats().Sub(before), processCPU()-cpu, b.N)
+			})
+		}
+		checkMoney(b, setup)
+		setup.Close()
+	}
+}
+
+// reportPerDecision adds the Stats of n decisions to the benchmark's output.
+func reportPerDecision(b *testing.B, s Stats, cpu time.Duration, n int) {
+	per := func(v int64) float64 { return float64(v) / float64(n) }
+	b.ReportMetric(per(cpu.Nanoseconds())/1e3, "cpu-µs/decision")
+	b.ReportMetric(per(s.Statements), "stmts/decision")
+	b.ReportMetric(per(s.RoundTrips), "trips/decision")
+	b.ReportMetric(per(s.Transactions), "tx/decision")
+	b.ReportMetric(per(s.Prepared), "prepares/decision")
+	if s.Transactions > 0 {
+		b.ReportMetric(float64(s.Batches)/float64(s.Transactions), "batches/tx")
+	}
+}
+
+type benchLedger struct{ e *Executor }
+
+func (l benchLedger) Exec(b *abi.Batch) (abi.BatchResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return l.e.Exec(ctx, b), nil
+}
+
+type benchAccount struct{ id, keyHash string }
+
+var benchSeq atomic.Int64
+
+// benchAccounts creates n accounts, each with a live key and a balance no
+// benchmark exhausts, recorded as a grant so that the money invariant holds.
+func benchAccounts(b *testing.B, e *Executor, n int) []benchAccount {
+	out := make([]benchAccount, n)
+	for i := range out {
+		a := benchAccount{id: fmt.Sprintf("bench%07d", benchSeq.Add(1)), keyHash: fmt.Sprintf("hash-%d", benchSeq.Add(1))}
+		run(b, e,
+			stmt(`INSERT INTO accounts (id, balance, created_at) VALUES (?, ?, 0)`, abi.String(a.id), abi.Int64(1<<50)),
+			stmt(`INSERT INTO credit_entries (account_id, delta, kind, created_at) VALUES (?, ?, 'grant', 0)`, abi.String(a.id), abi.Int64(1<<50)),
+			stmt(`INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES (?, ?, 'bench', 'p', ?, 0)`,
+				abi.String("key-"+a.id), abi.String(a.id), abi.String(a.keyHash)),
+		)
+		out[i] = a
+	}
+	return out
+}
+
+// benchDecision reserves and settles one successful decision.
+func benchDecision(l benchLedger, a benchAccount, idem bool) error {
+	id := fmt.Sprintf("req-%d", benchSeq.Add(1))
+	key := ""
+	if idem {
+		key = "idem-" + id
+	}
+	now := time.Now()
+	r, err := ledgerq.ReserveDecision(l, &ledgerq.Reserve{
+		Principal: ledgerq.Principal{AccountID: a.id, KeyHash: a.keyHash, IPHash: "ip-" + a.id, AuthLimit: 1 << 30},
+		Source:    "api", RequestID: id, IdemKey: key, Fingerprint: "fp", Model: "model-x",
+		Questions: 1, Cost: 3, RateLimit: 1 << 30, TTL: 24 * time.Hour, Lease: 65 * time.Second, Now: now,
+	})
+	if err != nil {
+		return err
+	}
+	if r.Outcome != ledgerq.Reserved {
+		return fmt.Errorf("reservation outcome %d", r.Outcome)
+	}
+	st := &ledgerq.Settle{RequestID: id, AccountID: a.id, IdemKey: key, Cost: 3, OK: true, Status: 200,
+		InputTokens: 11, OutputTokens: 7, Now: time.Now()}
+	if idem {
+		st.Retain = &ledgerq.Retained{RequestID: id, Status: 200, Body: []byte(`{"answers":{}}`), Mode: "vendor"}
+	}
+	mine, err := ledgerq.SettleDecision(l, st)
+	if err != nil {
+		return err
+	}
+	if !mine {
+		return fmt.Errorf("settlement of %s found it settled already", id)
+	}
+	return nil
+}
+
+// checkMoney fails the benchmark unless every balance equals the sum of its
+// account's credit entries.
+func checkMoney(b *testing.B, e *Executor) {
+	rows := query(b, e, `SELECT a.id, a.balance, COALESCE((SELECT SUM(delta) FROM credit_entries c WHERE c.account_id = a.id), 0) FROM accounts a`)
+	for _, r := range rows {
+		if r[1].AsInt() != r[2].AsInt() {
+			b.Errorf("account %s: balance %d, entries sum %d", r[0].AsString(), r[1].AsInt(), r[2].AsInt())
+		}
+	}
+}
