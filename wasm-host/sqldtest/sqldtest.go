@@ -68,6 +68,32 @@ func Start(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s, err := Launch(bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			t.Logf("sqld %s log:\n%s", s.URL, s.Log.String())
+		}
+	})
+	return s.URL
+}
+
+// Server is a sqld started by Launch.
+type Server struct {
+	URL string // http://127.0.0.1:PORT
+	PID int
+	Log *testenv.Output
+	// Stop kills the server and waits for it to exit.
+	Stop func()
+}
+
+// Launch starts bin on a free loopback port with its database in dir and
+// waits until it is healthy. It is Start for programs that are not tests
+// (the load benchmark); the caller must call Stop.
+func Launch(bin, dir string) (*Server, error) {
 	// The port is found by binding :0 and releasing it, so another process
 	// can take it before sqld does. A lost race shows up as sqld exiting
 	// early, and is retried on a new port.
@@ -75,21 +101,22 @@ func Start(t testing.TB) string {
 	for attempt := 0; attempt < 3; attempt++ {
 		port, err := freePort()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		url, err := start(t, bin, port)
+		s, err := launch(bin, filepath.Join(dir, "attempt-"+strconv.Itoa(attempt)), port)
 		if err == nil {
-			return url
+			return s, nil
 		}
 		lastErr = err
 	}
-	t.Fatalf("sqld did not start: %v", lastErr)
-	return ""
+	return nil, fmt.Errorf("sqld did not start: %w", lastErr)
 }
 
-func start(t testing.TB, bin string, port int) (string, error) {
+func launch(bin, dir string, port int) (*Server, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	dir := t.TempDir()
 	log := &testenv.Output{}
 	cmd := exec.Command(bin,
 		"--db-path", filepath.Join(dir, "data.sqld"),
@@ -100,7 +127,7 @@ func start(t testing.TB, bin string, port int) (string, error) {
 	cmd.Stdout = log
 	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("start %s: %w", bin, err)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -115,15 +142,9 @@ func start(t testing.TB, bin string, port int) (string, error) {
 	url := "http://" + addr
 	if err := waitHealthy(url, addr, log, exited); err != nil {
 		stop()
-		return "", fmt.Errorf("%w; sqld log:\n%s", err, log.String())
+		return nil, fmt.Errorf("%w; sqld log:\n%s", err, log.String())
 	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("sqld %s log:\n%s", url, log.String())
-		}
-	})
-	return url, nil
+	return &Server{URL: url, PID: cmd.Process.Pid, Log: log, Stop: stop}, nil
 }
 
 // waitHealthy polls GET /health until it answers 200, sqld exits, or

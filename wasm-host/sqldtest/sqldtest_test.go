@@ -48,7 +48,7 @@ func TestBinaryNamesTheInstaller(t *testing.T) {
 }
 
 // If the chosen port is already served by something that answers /health,
-// start must notice that its own sqld could not bind, not report success.
+// launch must notice that its own sqld could not bind, not report success.
 func TestStartRefusesSomeoneElsesPort(t *testing.T) {
 	bin, err := Binary()
 	if err != nil {
@@ -61,7 +61,8 @@ func TestStartRefusesSomeoneElsesPort(t *testing.T) {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}
 	go srv.Serve(l)
 	defer srv.Close()
-	if url, err := start(t, bin, l.Addr().(*net.TCPAddr).Port); err == nil {
-		t.Fatalf("start claimed %s, a port another server holds", url)
+	if s, err := launch(bin, t.TempDir(), l.Addr().(*net.TCPAddr).Port); err == nil {
+		s.Stop()
+		t.Fatalf("launch claimed %s, a port another server holds", s.URL)
 	}
 }
