@@ -5,7 +5,7 @@
 // latencies (gateway − proxy), beside the targets. It is a program,
 // not a test: figures are read by people, never asserted.
 //
-//	go run ./wasm-host/loadbench [-cases REGEXP] [-rounds N] [-duration D] [-quick] [-v]
+//	go run ./wasm-host/loadbench [-cases REGEXP] [-rounds N] [-duration D] [-quick] [-v] [-workers]
 //	loadbench proxy -addr A -upstream URL   (the baseline; the benchmark starts it)
 //
 // README, "Load benchmark", says what each case means.
@@ -56,12 +56,13 @@ func main() {
 
 func benchmark(args []string) error {
 	fs := flag.NewFlagSet("loadbench", flag.ContinueOnError)
-	casesRE := fs.String("cases", ".", "regexp: run the cases whose name matches (closed16/…, closed500-1s/…, open300/…, coldstart, rss)")
+	casesRE := fs.String("cases", ".", "regexp: run the cases whose name matches (closed16/…, closed500-1s/…, open300/…, coldstart, rss; workers/… with -workers)")
 	rounds := fs.Int("rounds", 3, "interleaved rounds per case (proxy, gateway, proxy, gateway, …)")
 	duration := fs.Duration("duration", 5*time.Second, "load per side per round (the 1 s upstream case runs max(2×, 5 s))")
 	warmup := fs.Duration("warmup", 500*time.Millisecond, "unmeasured load per side before each instant-upstream case")
 	quick := fs.Bool("quick", false, "a smoke run: 1 round of 1 s per case")
 	accounts := fs.Int("accounts", 4, "accounts (one key each) the requests are spread over")
+	workers := fs.Bool("workers", false, "also run the Workers case on wrangler dev (needs scripts/install-node-tools.sh)")
 	verbose := fs.Bool("v", false, "print every round")
 	keep := fs.Bool("keep", false, "keep the temporary directory (logs, ledgers)")
 	gatewayBin := fs.String("gateway", "bin/gateway", "the gateway binary (make build)")
@@ -152,6 +153,11 @@ func benchmark(args []string) error {
 	}
 	if re.MatchString("rss") && len(b.peaks) > 0 {
 		b.rssLine()
+	}
+	if *workers && re.MatchString("workers/burst200-1s") {
+		if err := b.workersCase(spec); err != nil {
+			return err
+		}
 	}
 	return nil
 }

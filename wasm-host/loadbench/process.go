@@ -25,23 +25,37 @@ type process struct {
 	logPath string
 	started time.Time // just before exec
 	exited  chan struct{}
+	group   bool // the process leads its own process group (stop ends all of it)
 }
 
 // startProcess execs path with args and env (added to this process's
 // environment), its output appended to logPath.
 func startProcess(name, logPath, addr string, env []string, path string, args ...string) (*process, error) {
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	return start(&process{name: name, addr: addr, logPath: logPath}, env, path, args...)
+}
+
+// startGroup is startProcess for a program that runs children (wrangler
+// runs workerd): it gets its own process group, and stop ends the group.
+func startGroup(name, logPath, addr string, env []string, path string, args ...string) (*process, error) {
+	return start(&process{name: name, addr: addr, logPath: logPath, group: true}, env, path, args...)
+}
+
+func start(p *process, env []string, path string, args ...string) (*process, error) {
+	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	p := &process{name: name, cmd: cmd, addr: addr, logPath: logPath, exited: make(chan struct{})}
+	if p.group {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
+	p.cmd, p.exited = cmd, make(chan struct{})
 	p.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
+		return nil, fmt.Errorf("start %s: %w", p.name, err)
 	}
 	go func() {
 		cmd.Wait()
@@ -53,14 +67,26 @@ func startProcess(name, logPath, addr string, env []string, path string, args ..
 
 func (p *process) pid() int { return p.cmd.Process.Pid }
 
-// stop asks the process to end (SIGTERM) and kills it after a second.
+// stop asks the process (or its group) to end with SIGTERM, and kills it
+// if it has not exited after a few seconds.
 func (p *process) stop() {
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	signal := func(sig syscall.Signal) {
+		if p.group {
+			syscall.Kill(-p.pid(), sig)
+		} else {
+			p.cmd.Process.Signal(sig)
+		}
+	}
+	signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
-	case <-time.After(time.Second):
-		p.cmd.Process.Kill()
+	case <-time.After(5 * time.Second):
+		signal(syscall.SIGKILL)
 		<-p.exited
+	}
+	if p.group {
+		// A child (workerd) may outlive its parent by a moment.
+		signal(syscall.SIGKILL)
 	}
 }
 
@@ -76,8 +102,11 @@ func (p *process) running() bool {
 
 // peakRSS is the process's peak resident set (VmHWM) since it started or
 // since the last resetPeak, in bytes.
-func (p *process) peakRSS() int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/status")
+func (p *process) peakRSS() int64 { return peakRSS(p.pid()) }
+
+// peakRSS is VmHWM of any process, in bytes (0 when it is gone).
+func peakRSS(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0
 	}
@@ -93,8 +122,10 @@ func (p *process) peakRSS() int64 {
 // resetPeak sets VmHWM back to the current RSS (clear_refs value 5), so
 // the next peakRSS covers one case only. It reports whether the kernel
 // allowed it; if not, peaks accumulate over the process's life.
-func (p *process) resetPeak() bool {
-	return os.WriteFile("/proc/"+strconv.Itoa(p.cmd.Process.Pid)+"/clear_refs", []byte("5"), 0) == nil
+func (p *process) resetPeak() bool { return resetPeak(p.pid()) }
+
+func resetPeak(pid int) bool {
+	return os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0) == nil
 }
 
 // tail returns the last n lines of the process's log, for an error message.
