@@ -88,3 +88,16 @@ func loadAverage() string {
 	}
 	return f[0]
 }
+
+// waitQuiet waits until processes other than pids use less than
+// busyMachine cores over a second, or max passes.
+func waitQuiet(pids []int, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) {
+		a := snapCPU(pids...)
+		time.Sleep(time.Second)
+		if otherCores(a, snapCPU(pids...)) < busyMachine {
+			return
+		}
+	}
+}

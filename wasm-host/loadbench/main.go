@@ -31,13 +31,16 @@ type bench struct {
 	warmup   time.Duration
 	accounts int
 	verbose  bool
-	dir      string // temporary files: logs, ledgers, caches
-	out      io.Writer
-	up       *fakeUpstream
-	proxy    *process
-	payloads map[string][]byte
-	peaks    map[string]int64 // peak RSS per process over the run
-	sqldPID  int              // the ledger's server, when it is sqld
+	// busyRetries is how many rounds of a case may be run again because
+	// other processes took CPU during them.
+	busyRetries int
+	dir         string // temporary files: logs, ledgers, caches
+	out         io.Writer
+	up          *fakeUpstream
+	proxy       *process
+	payloads    map[string][]byte
+	peaks       map[string]int64 // peak RSS per process over the run
+	sqldPID     int              // the ledger's server, when it is sqld
 }
 
 func main() {
@@ -62,6 +65,7 @@ func benchmark(args []string) error {
 	warmup := fs.Duration("warmup", 500*time.Millisecond, "unmeasured load per side before each instant-upstream case")
 	quick := fs.Bool("quick", false, "a smoke run: 1 round of 1 s per case")
 	accounts := fs.Int("accounts", 4, "accounts (one key each) the requests are spread over")
+	busyRetries := fs.Int("busy-retries", 2, "rounds per case run again when other processes took CPU during them")
 	workers := fs.Bool("workers", false, "also run the Workers case on wrangler dev (needs scripts/install-node-tools.sh)")
 	verbose := fs.Bool("v", false, "print every round")
 	keep := fs.Bool("keep", false, "keep the temporary directory (logs, ledgers)")
@@ -74,7 +78,7 @@ func benchmark(args []string) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{rounds: *rounds, duration: *duration, warmup: *warmup, accounts: *accounts, verbose: *verbose,
+	b := &bench{rounds: *rounds, duration: *duration, warmup: *warmup, accounts: *accounts, verbose: *verbose, busyRetries: *busyRetries,
 		out: os.Stdout, payloads: map[string][]byte{}, peaks: map[string]int64{}}
 	if *quick {
 		b.rounds, b.duration, b.warmup = 1, time.Second, 200*time.Millisecond
