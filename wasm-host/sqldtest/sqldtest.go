@@ -64,27 +64,42 @@ func isExecutable(p string) bool {
 // if the test failed.
 func Start(t testing.TB) string { return StartServer(t).URL }
 
-// Server is a running sqld that a test may kill and start again, on the
-// same port and database, to prove what survives a ledger restart.
-type Server struct {
-	URL string
-
-	t      testing.TB
-	bin    string
-	addr   string
-	dir    string
-	log    *testenv.Output
-	cmd    *exec.Cmd
-	exited chan struct{}
-}
-
-// StartServer is Start, returning the Server.
+// StartServer is Start, returning the Server, which a test may kill and
+// start again to prove what survives a ledger restart.
 func StartServer(t testing.TB) *Server {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
 		t.Fatal(err)
 	}
+	s, err := Launch(bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Kill()
+		if t.Failed() {
+			t.Logf("sqld %s log:\n%s", s.URL, s.Log.String())
+		}
+	})
+	return s
+}
+
+// Server is a running sqld.
+type Server struct {
+	URL string // http://127.0.0.1:PORT
+	PID int
+	Log *testenv.Output
+
+	bin, dir, addr string
+	cmd            *exec.Cmd
+	exited         chan struct{}
+}
+
+// Launch starts bin on a free loopback port with its database in dir and
+// waits until it is healthy. It is Start for programs that are not tests
+// (the load benchmark); the caller must call Stop.
+func Launch(bin, dir string) (*Server, error) {
 	// The port is found by binding :0 and releasing it, so another process
 	// can take it before sqld does. A lost race shows up as sqld exiting
 	// early, and is retried on a new port.
@@ -92,22 +107,27 @@ func StartServer(t testing.TB) *Server {
 	for attempt := 0; attempt < 3; attempt++ {
 		port, err := freePort()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		s := &Server{t: t, bin: bin, addr: "127.0.0.1:" + strconv.Itoa(port), dir: t.TempDir(), log: &testenv.Output{}}
-		s.URL = "http://" + s.addr
-		if lastErr = s.run(); lastErr == nil {
-			t.Cleanup(func() {
-				s.Kill()
-				if t.Failed() {
-					t.Logf("sqld %s log:\n%s", s.URL, s.log.String())
-				}
-			})
-			return s
+		s, err := launch(bin, filepath.Join(dir, "attempt-"+strconv.Itoa(attempt)), port)
+		if err == nil {
+			return s, nil
 		}
+		lastErr = err
 	}
-	t.Fatalf("sqld did not start: %v", lastErr)
-	return nil
+	return nil, fmt.Errorf("sqld did not start: %w", lastErr)
+}
+
+func launch(bin, dir string, port int) (*Server, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &Server{bin: bin, dir: dir, addr: "127.0.0.1:" + strconv.Itoa(port), Log: &testenv.Output{}}
+	s.URL = "http://" + s.addr
+	if err := s.run(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 func (s *Server) run() error {
@@ -117,9 +137,9 @@ func (s *Server) run() error {
 		"--no-welcome",
 	)
 	cmd.Dir = s.dir
-	s.log.Reset()
-	cmd.Stdout = s.log
-	cmd.Stderr = s.log
+	s.Log.Reset()
+	cmd.Stdout = s.Log
+	cmd.Stderr = s.Log
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
@@ -128,10 +148,10 @@ func (s *Server) run() error {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	s.cmd, s.exited = cmd, exited
-	if err := waitHealthy(s.URL, s.addr, s.log, exited); err != nil {
+	s.cmd, s.exited, s.PID = cmd, exited, cmd.Process.Pid
+	if err := waitHealthy(s.URL, s.addr, s.Log, exited); err != nil {
 		s.Kill()
-		return fmt.Errorf("%w; sqld log:\n%s", err, s.log.String())
+		return fmt.Errorf("%w; sqld log:\n%s", err, s.Log.String())
 	}
 	return nil
 }
@@ -145,6 +165,9 @@ func (s *Server) Kill() {
 	<-s.exited
 	s.cmd = nil
 }
+
+// Stop is Kill, for programs that launched the server.
+func (s *Server) Stop() { s.Kill() }
 
 // Restart starts sqld again on the same port with the same database. It may
 // be called from any goroutine; the test should fail on its error.

@@ -1,7 +1,6 @@
 package sqldtest
 
 import (
-	"decisiongateway/wasm-host/testenv"
 	"io"
 	"net"
 	"net/http"
@@ -50,7 +49,7 @@ func TestBinaryNamesTheInstaller(t *testing.T) {
 }
 
 // If the chosen port is already served by something that answers /health,
-// start must notice that its own sqld could not bind, not report success.
+// launch must notice that its own sqld could not bind, not report success.
 func TestStartRefusesSomeoneElsesPort(t *testing.T) {
 	bin, err := Binary()
 	if err != nil {
@@ -63,11 +62,9 @@ func TestStartRefusesSomeoneElsesPort(t *testing.T) {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}
 	go srv.Serve(l)
 	defer srv.Close()
-	s := &Server{t: t, bin: bin, addr: l.Addr().String(), dir: t.TempDir(), log: &testenv.Output{}}
-	s.URL = "http://" + s.addr
-	if err := s.run(); err == nil {
-		s.Kill()
-		t.Fatalf("start claimed %s, a port another server holds", s.URL)
+	if s, err := launch(bin, t.TempDir(), l.Addr().(*net.TCPAddr).Port); err == nil {
+		s.Stop()
+		t.Fatalf("launch claimed %s, a port another server holds", s.URL)
 	}
 }
 

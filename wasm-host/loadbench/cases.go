@@ -1,0 +1,235 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// benchCase is one line of the report: a load shape run against the proxy
+// and the gateway in interleaved rounds.
+type benchCase struct {
+	name    string
+	ledger  string // "embedded" or "sqld"
+	payload string
+	latency time.Duration // of the fake upstream
+	conns   int           // closed loop: concurrent clients
+	rate    float64       // open loop: requests per second (then conns is unused)
+	targets targets
+}
+
+// targets are the issue's goals for a case; zero fields are not checked.
+type targets struct {
+	minRatio    float64       // throughput, gateway ÷ proxy
+	maxAddedP50 time.Duration // gateway p50 − proxy p50
+	maxAddedP99 time.Duration
+	maxRSS      int64 // gateway peak RSS during the case
+}
+
+// Load shapes of the issue.
+const (
+	closedConns = 16  // closed loop, instant upstream
+	manyClients = 500 // closed loop, slow upstream
+	slowLatency = time.Second
+	openRate    = 300 // open loop, requests per second
+)
+
+// loadCases lists every load case in run order: all cases of one ledger
+// run against one gateway process. The many-clients case comes first, so
+// its peak RSS is not the heap that large payloads left behind.
+func loadCases() []benchCase {
+	ms := time.Millisecond
+	var cs []benchCase
+	for _, led := range []string{"embedded", "sqld"} {
+		closed := map[string]targets{
+			"small":  {minRatio: 0.5, maxAddedP99: 2 * ms},
+			"medium": {minRatio: 0.4},
+			"large":  {minRatio: 0.25},
+		}
+		openP99 := 10 * ms
+		if led == "sqld" {
+			closed = map[string]targets{"small": {minRatio: 0.2}}
+			openP99 = 25 * ms
+		}
+		cs = append(cs, benchCase{
+			name: fmt.Sprintf("closed%d-1s/small/%s", manyClients, led), ledger: led, payload: "small",
+			latency: slowLatency, conns: manyClients,
+			targets: targets{minRatio: 0.95, maxAddedP50: 5 * ms, maxRSS: 512 << 20},
+		})
+		for _, p := range payloadSpecs {
+			cs = append(cs, benchCase{
+				name: fmt.Sprintf("closed%d/%s/%s", closedConns, p.name, led), ledger: led, payload: p.name,
+				conns: closedConns, targets: closed[p.name],
+			})
+		}
+		for _, p := range payloadSpecs {
+			cs = append(cs, benchCase{
+				name: fmt.Sprintf("open%d/%s/%s", openRate, p.name, led), ledger: led, payload: p.name,
+				rate: openRate, targets: targets{maxAddedP99: openP99},
+			})
+		}
+	}
+	return cs
+}
+
+// roundResult is one round of a case: each side's figures and peak RSS.
+type roundResult struct {
+	proxy, gateway       summary
+	proxyRSS, gatewayRSS int64
+	otherCPU             float64 // cores other processes used during the round
+}
+
+// runCase runs c's rounds (proxy, gateway, proxy, gateway, …) and prints
+// its line.
+func (b *bench) runCase(c benchCase, gw *process, keys []string) {
+	b.up.setLatency(c.latency)
+	l := load{keys: keys, body: b.payloads[c.payload], dur: b.duration, grace: c.latency + 2*time.Second}
+	if c.latency > 0 {
+		// Enough answers per client that the first and last (started
+		// together, answered together) do not dominate.
+		l.dur = max(2*b.duration, 5*c.latency)
+	}
+	sides := []struct {
+		name string
+		p    *process
+	}{{"proxy", b.proxy}, {"gateway", gw}}
+	measure := func(p *process, l load) (run, int64) {
+		p.resetPeak()
+		var r run
+		if c.rate > 0 {
+			r = openLoop(&l, c.rate)
+		} else {
+			r = closedLoop(&l, c.conns)
+		}
+		rss := p.peakRSS()
+		b.up.waitIdle(l.grace + 5*time.Second)
+		return r, rss
+	}
+	if c.latency == 0 && b.warmup > 0 {
+		for _, s := range sides {
+			w := l
+			w.url, w.dur = "http://"+s.p.addr, b.warmup
+			measure(s.p, w)
+		}
+	}
+	pids := []int{os.Getpid(), b.proxy.pid(), gw.pid(), b.sqldPID}
+	var rounds []roundResult
+	redone := 0
+	for len(rounds) < b.rounds {
+		var rr roundResult
+		before := snapCPU(pids...)
+		for _, s := range sides {
+			m := l
+			m.url = "http://" + s.p.addr
+			r, rss := measure(s.p, m)
+			if s.name == "proxy" {
+				rr.proxy, rr.proxyRSS = summarise(r), rss
+			} else {
+				rr.gateway, rr.gatewayRSS = summarise(r), rss
+			}
+		}
+		rr.otherCPU = otherCores(before, snapCPU(pids...))
+		if b.verbose {
+			fmt.Fprintf(b.out, "  %s round %d: proxy %s p50 %s p99 %s | gateway %s p50 %s p99 %s | other processes %.2f cores\n",
+				c.name, len(rounds)+1, fmtRPS(rr.proxy.rps), rr.proxy.p50, rr.proxy.p99, fmtRPS(rr.gateway.rps), rr.gateway.p50, rr.gateway.p99, rr.otherCPU)
+		}
+		if rr.otherCPU > busyMachine && redone < b.busyRetries {
+			// Another job took CPU during the round: its figures say more
+			// about that job than about the gateway. Wait for a quieter
+			// moment and run the round again.
+			redone++
+			waitQuiet(pids, 30*time.Second)
+			continue
+		}
+		rounds = append(rounds, rr)
+	}
+	b.noteRSS("proxy", rounds, func(r roundResult) int64 { return r.proxyRSS })
+	b.noteRSS("gateway/"+c.ledger, rounds, func(r roundResult) int64 { return r.gatewayRSS })
+	fmt.Fprintln(b.out, caseLine(c, rounds, redone))
+}
+
+func (b *bench) noteRSS(name string, rounds []roundResult, rss func(roundResult) int64) {
+	for _, r := range rounds {
+		b.peaks[name] = max(b.peaks[name], rss(r))
+	}
+}
+
+// busyMachine is the CPU other processes may take during a round, in
+// cores, before the round is run again or its case's line warns that the
+// figures are disturbed.
+const busyMachine = 0.1
+
+// caseLine is the case's report: medians over rounds of each side's
+// figures and of the per-round ratio and added latencies, each beside its
+// target, then the peak RSS and every answer that was not a 2xx.
+func caseLine(c benchCase, rounds []roundResult, redone int) string {
+	var (
+		pRPS, gRPS, ratio, add50, add99 []float64
+		p50, p99, g50, g99              []quantile
+		pFail, gFail                    summary
+		pRSS, gRSS                      int64
+		lb50, lb99                      bool
+		otherCPU                        float64
+	)
+	for _, r := range rounds {
+		pRPS, gRPS = append(pRPS, r.proxy.rps), append(gRPS, r.gateway.rps)
+		if r.proxy.rps > 0 {
+			ratio = append(ratio, r.gateway.rps/r.proxy.rps)
+		}
+		add50 = append(add50, float64(r.gateway.p50.d-r.proxy.p50.d))
+		add99 = append(add99, float64(r.gateway.p99.d-r.proxy.p99.d))
+		lb50 = lb50 || r.gateway.p50.lowerBound
+		lb99 = lb99 || r.gateway.p99.lowerBound
+		p50, p99 = append(p50, r.proxy.p50), append(p99, r.proxy.p99)
+		g50, g99 = append(g50, r.gateway.p50), append(g99, r.gateway.p99)
+		pFail.addFailures(r.proxy)
+		gFail.addFailures(r.gateway)
+		pRSS, gRSS = max(pRSS, r.proxyRSS), max(gRSS, r.gatewayRSS)
+		otherCPU = max(otherCPU, r.otherCPU)
+	}
+	t := c.targets
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-26s proxy %s p50 %s p99 %s | gateway %s p50 %s p99 %s",
+		c.name, fmtRPS(median(pRPS)), medianQ(p50), medianQ(p99), fmtRPS(median(gRPS)), medianQ(g50), medianQ(g99))
+	r := median(ratio)
+	fmt.Fprintf(&b, " | throughput %.2f×", r)
+	if t.minRatio > 0 {
+		b.WriteString(verdict(fmt.Sprintf("≥%.2f×", t.minRatio), r >= t.minRatio))
+	}
+	a50, a99 := time.Duration(median(add50)), time.Duration(median(add99))
+	fmt.Fprintf(&b, " | added p50 %s", fmtAdded(a50, lb50))
+	if t.maxAddedP50 > 0 {
+		b.WriteString(verdict("≤"+fmtDur(t.maxAddedP50), !lb50 && a50 <= t.maxAddedP50))
+	}
+	fmt.Fprintf(&b, " p99 %s", fmtAdded(a99, lb99))
+	if t.maxAddedP99 > 0 {
+		b.WriteString(verdict("≤"+fmtDur(t.maxAddedP99), !lb99 && a99 <= t.maxAddedP99))
+	}
+	fmt.Fprintf(&b, " | peak RSS proxy %s gateway %s", fmtMiB(pRSS), fmtMiB(gRSS))
+	if t.maxRSS > 0 {
+		b.WriteString(verdict("≤"+fmtMiB(t.maxRSS), gRSS <= t.maxRSS))
+	}
+	b.WriteString(" | not 2xx: ")
+	pf, gf := pFail.failures(), gFail.failures()
+	if pf == "" && gf == "" {
+		b.WriteString("none")
+	} else {
+		fmt.Fprintf(&b, "proxy %s, gateway %s", orNone(pf), orNone(gf))
+	}
+	fmt.Fprintf(&b, " | other processes ≤%.2f cores", otherCPU)
+	if redone > 0 {
+		fmt.Fprintf(&b, " (%d busy rounds run again)", redone)
+	}
+	if otherCPU > busyMachine {
+		b.WriteString(" MACHINE BUSY: figures disturbed")
+	}
+	return b.String()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
