@@ -90,10 +90,10 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		a.Functions[name] = f
 		handlers[name] = a.Releases.Add(name, wasm, f)
 	}
-	// Modules compile in the background, two at a time per core, while the
-	// host already listens: a request for a function not yet loaded waits
-	// for that one alone (startup.go).
-	a.warm()
+	// Modules compile in the background while the host already listens: a
+	// request for a function not yet loaded waits for that one alone
+	// (startup.go).
+	a.warm(functionNames(routes.Table))
 	// A release that cannot be applied (its module fails to load) leaves
 	// that function on its built module rather than stopping the host.
 	if err := a.Releases.Sync(ctx); err != nil {

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,14 +84,16 @@ func (f *Function) Close() {
 	}
 }
 
-// warm loads every module in the background, GOMAXPROCS at a time.
-func (a *App) warm() {
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for _, f := range a.Functions {
-		go func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			f.Ready()
-		}()
-	}
+// warm loads every module in the background, one at a time in route table
+// order (the decision first): a request for a module not loaded yet loads
+// it at once on its own goroutine, and should not share the CPU with more
+// than one background compile.
+func (a *App) warm(names []string) {
+	go func() {
+		for _, name := range names {
+			if f, ok := a.Functions[name]; ok {
+				f.Ready()
+			}
+		}
+	}()
 }
