@@ -122,11 +122,26 @@ var fast = func() (t [256]fastOp) {
 	return t
 }()
 
-// fastGuarded is fast with global.set taken off the fast path, for walks
-// that must see every global.set (see walk's guard).
-var fastGuarded = func() [256]fastOp {
-	t := fast
-	t[0x24] = fastOp{leb: notFast}
+// fastFor is fast per walk mode (walker.mode): with call and ref.func
+// taken off the fast path when function indices are renumbered (their
+// immediates must be read), global.get and global.set when global indices
+// are checked, and global.set when the budget global is guarded (every
+// global.set must be seen).
+var fastFor = func() (t [8][256]fastOp) {
+	for m := range t {
+		t[m] = fast
+		if m&modeRenumber != 0 {
+			t[m][0x10] = fastOp{leb: notFast}
+			t[m][0xD2] = fastOp{leb: notFast}
+		}
+		if m&modeGlobals != 0 {
+			t[m][0x23] = fastOp{leb: notFast}
+			t[m][0x24] = fastOp{leb: notFast}
+		}
+		if m&modeGuard != 0 {
+			t[m][0x24] = fastOp{leb: notFast}
+		}
+	}
 	return t
 }()
 
@@ -186,6 +201,16 @@ func appendU32(b []byte, v uint32) []byte {
 	return append(b, byte(v))
 }
 
+// appendU32Width appends v as unsigned LEB128 in width bytes, padded with
+// continuation bytes, or in as many as v needs if that is more.
+func appendU32Width(b []byte, v uint32, width int) []byte {
+	for n := max(width, lenU32(v)); n > 1; n-- {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
 func lenU32(v uint32) int {
 	n := 1
 	for v >= 0x80 {
@@ -228,20 +253,137 @@ func blockType(b []byte, i, end int) (int, error) {
 	return j, nil
 }
 
-// noGuard is walk's guard when any global may be set.
-const noGuard = -1
+// A walker is what walk needs besides the bytes: how to treat function
+// indices and the budget global, and the edits found so far. The zero
+// walker is not usable; start from newWalker.
+type walker struct {
+	// shift: function indices at or above it move up by one, the yield
+	// import being inserted there; noShift leaves every index alone.
+	// funcs: the number of functions before instrumenting; an index at or
+	// above it is refused (renumbering it could make it valid).
+	shift, funcs uint32
+	// globals: the number of globals before instrumenting, or noShift. A
+	// global.get or global.set of an index at or above it is refused: it
+	// would be the budget once that is added, and a module that sets its
+	// budget need never yield.
+	globals uint32
+	// guard: the budget global, in a walk that verifies an instrumented
+	// module, which may set it only inside a check, at setAt from the
+	// check's start; noGuard otherwise.
+	guard int
+	setAt [2]int
+	// checkLen: the bytes a check adds at each loop body's start.
+	checkLen int
+	// edits: where the output differs from the input, in order: an offset
+	// shifted left by one, its low bit editCheck (insert the check there)
+	// or editIndex (a function index starts there, to be renumbered).
+	edits []int
+	// grow: how many bytes the edits add.
+	grow int
+}
+
+const (
+	editCheck = 0
+	editIndex = 1
+
+	noShift = ^uint32(0)
+	noGuard = -1
+
+	// walk modes, indexing fastFor
+	modeRenumber = 1
+	modeGuard    = 2
+	modeGlobals  = 4
+)
+
+// newWalker returns a walker that renumbers nothing and guards nothing.
+func newWalker() walker {
+	return walker{shift: noShift, funcs: noShift, globals: noShift, guard: noGuard}
+}
+
+// fresh returns a walker with w's settings and no edits.
+func (w *walker) fresh() walker {
+	c := *w
+	c.edits, c.grow = nil, 0
+	return c
+}
+
+func (w *walker) mode() int {
+	m := 0
+	if w.shift != noShift {
+		m |= modeRenumber
+	}
+	if w.guard != noGuard {
+		m |= modeGuard
+	}
+	if w.globals != noShift {
+		m |= modeGlobals
+	}
+	return m
+}
+
+// funcIndex steps over a function index at b[i:], recording its
+// renumbering. A walk that renumbers refuses an index past the functions
+// the module has.
+func (w *walker) funcIndex(b []byte, i, end int) (int, error) {
+	v, j, err := readU32(b, i, end)
+	if err != nil {
+		return j, err
+	}
+	if w.shift == noShift {
+		return j, nil
+	}
+	if v >= w.funcs {
+		return i, fmt.Errorf("function index %d out of range (%d functions)", v, w.funcs)
+	}
+	if v >= w.shift {
+		// Written back in as many bytes as it had (a padded LEB128 stays
+		// padded), or one more when v+1 needs it.
+		if n := lenU32(v + 1); n > j-i {
+			w.grow += n - (j - i)
+		}
+		w.edits = append(w.edits, i<<1|editIndex)
+	}
+	return j, nil
+}
+
+// inCheck reports whether a global.set of the guarded global at offset at
+// is one of the two in the check that starts the innermost loop body seen
+// so far. It is only a candidate: the caller verifies afterwards that the
+// check is there, byte for byte.
+func (w *walker) inCheck(at int) bool {
+	n := len(w.edits)
+	if n == 0 || w.edits[n-1]&1 != editCheck {
+		return false
+	}
+	d := at - w.edits[n-1]>>1
+	return d == w.setAt[0] || d == w.setAt[1]
+}
+
+// constExpr walks a constant expression (a global's initializer, an
+// element segment's offset or item), recording renumbered ref.func
+// indices. A loop has no place there.
+func (w *walker) constExpr(b []byte, i, end int) (int, error) {
+	n := len(w.edits)
+	j, err := walk(b, i, end, w)
+	if err != nil {
+		return j, err
+	}
+	for _, e := range w.edits[n:] {
+		if e&1 == editCheck {
+			return i, errors.New("loop in a constant expression")
+		}
+	}
+	return j, nil
+}
 
 // walk steps over the instruction sequence starting at b[i] up to and
-// including the end that closes it, which must come before end. It appends
-// to loops the offset just past each loop's block type, where a loop
-// body's first instruction begins, and returns the offset after the
-// closing end. A guard other than noGuard is the index of a global the
-// sequence must not set.
-func walk(b []byte, i, end, guard int, loops []int) (int, []int, error) {
-	tab := &fast
-	if guard != noGuard {
-		tab = &fastGuarded
-	}
+// including the end that closes it, which must come before end. It records
+// in w an editCheck at the offset just past each loop's block type, where
+// a loop body's first instruction begins, and an editIndex at each call
+// and ref.func immediate to renumber; it returns the offset after the
+// closing end.
+func walk(b []byte, i, end int, w *walker) (int, error) {
+	tab := &fastFor[w.mode()]
 	depth := 0
 	for i < end {
 		at := i
@@ -252,7 +394,7 @@ func walk(b []byte, i, end, guard int, loops []int) (int, []int, error) {
 			if i+1 < end && b[i]&f.m1|b[i+1]&f.m2 == 0 && (f.depth <= 0 || blockByte[b[i]]) {
 				i += int(f.leb)
 				if depth += int(f.depth); depth < 0 {
-					return i, loops, nil // the end of the sequence
+					return i, nil // the end of the sequence
 				}
 				continue
 			}
@@ -262,7 +404,7 @@ func walk(b []byte, i, end, guard int, loops []int) (int, []int, error) {
 				for n := f.leb; n > 0; n-- {
 					var err error
 					if i, err = skipLEB(b, i, end, int(f.max)); err != nil {
-						return at, loops, fmt.Errorf("offset %d: opcode 0x%02x: %w", at, op, err)
+						return at, fmt.Errorf("offset %d: opcode 0x%02x: %w", at, op, err)
 					}
 				}
 				continue
@@ -276,17 +418,29 @@ func walk(b []byte, i, end, guard int, loops []int) (int, []int, error) {
 			i, err = blockType(b, i, end)
 		case opLoop:
 			depth++
-			i, err = blockType(b, i, end)
-			loops = append(loops, i)
+			if i, err = blockType(b, i, end); err == nil {
+				w.edits = append(w.edits, i<<1|editCheck)
+				w.grow += w.checkLen
+			}
 		case opEnd:
 			if depth == 0 {
-				return i, loops, nil
+				return i, nil
 			}
 			depth--
 		case opIndex:
+			if op == 0x10 || op == 0xD2 { // call, ref.func
+				i, err = w.funcIndex(b, i, end)
+				break
+			}
 			var index uint32
-			if index, i, err = readU32(b, i, end); err == nil && op == 0x24 && int(index) == guard {
-				return at, loops, fmt.Errorf("offset %d: global.set of the interrupt global", at)
+			if index, i, err = readU32(b, i, end); err != nil || op != 0x23 && op != 0x24 {
+				break
+			}
+			if w.globals != noShift && index >= w.globals {
+				return at, fmt.Errorf("offset %d: global index %d out of range (%d globals)", at, index, w.globals)
+			}
+			if op == 0x24 && int(index) == w.guard && !w.inCheck(at) {
+				return at, fmt.Errorf("offset %d: global.set of the budget global outside a check", at)
 			}
 		case opIndex2:
 			if i, err = skipLEB(b, i, end, 5); err == nil {
@@ -296,7 +450,7 @@ func walk(b []byte, i, end, guard int, loops []int) (int, []int, error) {
 			var align uint32
 			if align, i, err = readU32(b, i, end); err == nil {
 				if align >= 0x40 { // bit 6: a memory index follows (multi-memory)
-					return at, loops, fmt.Errorf("offset %d: memory access with a memory index (multi-memory) is not supported", at)
+					return at, fmt.Errorf("offset %d: memory access with a memory index (multi-memory) is not supported", at)
 				}
 				i, err = skipLEB(b, i, end, 5)
 			}
@@ -332,7 +486,7 @@ func walk(b []byte, i, end, guard int, loops []int) (int, []int, error) {
 				}
 				for k := uint32(0); k < n; k++ {
 					if !isValType(b[i]) {
-						return at, loops, fmt.Errorf("offset %d: select with unknown value type 0x%02x", at, b[i])
+						return at, fmt.Errorf("offset %d: select with unknown value type 0x%02x", at, b[i])
 					}
 					i++
 				}
@@ -341,7 +495,7 @@ func walk(b []byte, i, end, guard int, loops []int) (int, []int, error) {
 			if i >= end {
 				err = errTruncated
 			} else if c := b[i]; c != 0x70 && c != 0x6F {
-				return at, loops, fmt.Errorf("offset %d: ref.null of unknown heap type 0x%02x", at, c)
+				return at, fmt.Errorf("offset %d: ref.null of unknown heap type 0x%02x", at, c)
 			} else {
 				i++
 			}
@@ -349,7 +503,7 @@ func walk(b []byte, i, end, guard int, loops []int) (int, []int, error) {
 			var sub uint32
 			if sub, i, err = readU32(b, i, end); err == nil {
 				if sub >= uint32(len(fcImmediates)) {
-					return at, loops, fmt.Errorf("offset %d: unknown opcode 0xfc %d", at, sub)
+					return at, fmt.Errorf("offset %d: unknown opcode 0xfc %d", at, sub)
 				}
 				for k := uint8(0); k < fcImmediates[sub] && err == nil; k++ {
 					i, err = skipLEB(b, i, end, 5)
@@ -359,17 +513,17 @@ func walk(b []byte, i, end, guard int, loops []int) (int, []int, error) {
 			// TinyGo does not emit SIMD for our modules (its wasip1 target
 			// leaves simd128 off); a module that uses it is refused rather
 			// than walked by an untested table.
-			return at, loops, fmt.Errorf("offset %d: SIMD instructions (0xfd prefix) are not supported", at)
+			return at, fmt.Errorf("offset %d: SIMD instructions (0xfd prefix) are not supported", at)
 		case opTailCall:
 			// A cycle of tail calls repeats forever without a loop, so the
 			// back-edge check would not stop it.
-			return at, loops, fmt.Errorf("offset %d: tail calls (opcode 0x%02x) are not supported: a return_call cycle has no loop to check", at, op)
+			return at, fmt.Errorf("offset %d: tail calls (opcode 0x%02x) are not supported: a return_call cycle has no loop to check", at, op)
 		default:
-			return at, loops, fmt.Errorf("offset %d: unknown opcode 0x%02x", at, op)
+			return at, fmt.Errorf("offset %d: unknown opcode 0x%02x", at, op)
 		}
 		if err != nil {
-			return at, loops, fmt.Errorf("offset %d: opcode 0x%02x: %w", at, op, err)
+			return at, fmt.Errorf("offset %d: opcode 0x%02x: %w", at, op, err)
 		}
 	}
-	return i, loops, fmt.Errorf("offset %d: %w: no end", i, errTruncated)
+	return i, fmt.Errorf("offset %d: %w: no end", i, errTruncated)
 }

@@ -3,9 +3,12 @@ package interrupt
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
@@ -76,23 +79,38 @@ func sectionsOf(tb testing.TB, wasm []byte) []sec {
 	return out
 }
 
-// interruptIndex reads the index ExportName refers to from the export
-// section.
-func interruptIndex(tb testing.TB, wasm []byte) uint32 {
+// yieldAndBudget returns the function index of the yield import of an
+// instrumented module and the index of its last global, the budget.
+func yieldAndBudget(tb testing.TB, wasm []byte) (yield, budget uint32) {
 	tb.Helper()
+	m := &instrumenter{wasm: wasm, w: newWalker()}
+	found := false
 	for _, s := range sectionsOf(tb, wasm) {
-		if s.id != secExport {
-			continue
+		end := s.at + len(s.content)
+		switch s.id {
+		case secType:
+			if err := m.types(s.at, end); err != nil {
+				tb.Fatal(err)
+			}
+		case secImport:
+			y, err := m.imports(s.at, end)
+			if err != nil || y < 0 {
+				tb.Fatalf("no yield import (%v)", err)
+			}
+			yield, found = uint32(y), true
+		case secGlobal:
+			n, k, _ := readU32(wasm, s.at, end)
+			w := newWalker()
+			var err error
+			if m.globals, err = definedGlobals(wasm, k, end, n, m.globals, &w); err != nil {
+				tb.Fatal(err)
+			}
 		}
-		n, i, _ := readU32(s.content, 0, len(s.content))
-		kind, index, found, err := findExport(s.content, i, len(s.content), n)
-		if err != nil || !found || kind != 0x03 {
-			tb.Fatalf("export %s: kind %d found %v err %v", ExportName, kind, found, err)
-		}
-		return index
 	}
-	tb.Fatal("no export section")
-	return 0
+	if !found || len(m.globals) == 0 {
+		tb.Fatalf("yield import found %v, %d globals", found, len(m.globals))
+	}
+	return yield, uint32(len(m.globals) - 1)
 }
 
 // loopStarts walks every function body and returns, per body, the offsets
@@ -113,9 +131,14 @@ func loopStarts(tb testing.TB, wasm []byte) [][]int {
 				k, _ = skipLEB(wasm, k, stop, 5)
 				k++
 			}
-			next, loops, err := walk(wasm, k, stop, noGuard, nil)
+			w := newWalker()
+			next, err := walk(wasm, k, stop, &w)
 			if err != nil || next != stop {
 				tb.Fatalf("body %d: walk ends at %d of %d: %v", f, next, stop, err)
+			}
+			var loops []int
+			for _, e := range w.edits {
+				loops = append(loops, e>>1)
 			}
 			per = append(per, loops)
 			i = stop
@@ -124,11 +147,12 @@ func loopStarts(tb testing.TB, wasm []byte) [][]int {
 	return per
 }
 
-// checkEveryLoopChecks asserts that out is in instrumented with one check
-// at the start of each loop body, and nothing else changed in the bodies.
+// checkEveryLoopChecks asserts that out is in instrumented: as many bodies
+// and loops, each loop body starting with the check.
 func checkEveryLoopChecks(t *testing.T, in, out []byte) {
 	t.Helper()
-	check := appendCheck(nil, interruptIndex(t, out))
+	yield, budget := yieldAndBudget(t, out)
+	check, _ := appendCheck(nil, budget, yield)
 	before, after := loopStarts(t, in), loopStarts(t, out)
 	if len(before) != len(after) {
 		t.Fatalf("%d bodies before, %d after", len(before), len(after))
@@ -148,36 +172,155 @@ func checkEveryLoopChecks(t *testing.T, in, out []byte) {
 	t.Logf("%d loops in %d bodies; check % x", total, len(before), check)
 }
 
+// functionNames reads the name section's function names.
+func functionNames(tb testing.TB, wasm []byte) (names map[uint32]string, subsections []byte) {
+	tb.Helper()
+	names = map[uint32]string{}
+	for _, s := range sectionsOf(tb, wasm) {
+		if s.id != secCustom || s.name != "name" {
+			continue
+		}
+		c := s.content
+		for i := 0; i < len(c); {
+			id := c[i]
+			size, j, _ := readU32(c, i+1, len(c))
+			subsections = append(subsections, id)
+			if id == 1 {
+				n, k, _ := readU32(c, j, len(c))
+				for range n {
+					var f uint32
+					var name []byte
+					f, k, _ = readU32(c, k, len(c))
+					name, k, _ = readName(c, k, len(c))
+					names[f] = string(name)
+				}
+			}
+			i = j + int(size)
+		}
+	}
+	return names, subsections
+}
+
 func TestHandModuleComputesTheSameWhenInstrumented(t *testing.T) {
 	in := handModule()
 	out := mustInstrument(t, in)
 	checkEveryLoopChecks(t, in, out)
-	// One import and two defined globals before it: the added global is
-	// index 3, whatever the count of defined globals alone would say.
-	if got := interruptIndex(t, out); got != 3 {
-		t.Fatalf("interrupt global index %d, want 3", got)
+	// One function import before yield; one imported and four defined
+	// globals before the budget.
+	if yield, budget := yieldAndBudget(t, out); yield != 1 || budget != handGlobals {
+		t.Fatalf("yield is function %d, budget global %d; want 1, %d", yield, budget, handGlobals)
 	}
 	rt := newRuntime(t, false)
 	instantiateNamed(t, rt, envModule(), "env")
-	mod := instantiate(t, rt, out)
-	if g := interruptOf(t, mod); g.Get() != 0 {
-		t.Fatalf("interrupt starts at %d", g.Get())
-	}
+	mod := instantiate(t, rt, out) // runs the start function
 	checkHandResults(t, mod)
 }
 
-func TestInterruptStopsALoopAlreadyRunning(t *testing.T) {
+func TestFunctionIndicesAreRenumbered(t *testing.T) {
+	// The results above show calls, ref.func, the element segments, the
+	// funcref global, exports and the start function point where they
+	// did. Here: what results cannot show.
+	in := handModule()
+	out := mustInstrument(t, in)
+	moved := func(f int) uint32 {
+		if f >= 1 {
+			return uint32(f + 1)
+		}
+		return uint32(f)
+	}
+
+	// call 127 takes a byte more as call 128; the padded call stays five
+	// bytes.
+	for _, want := range [][]byte{
+		cat(op(call), u32(farFunc+1), op(i32Add)),
+		cat(op(call), []byte{0x80, 0x81, 0x80, 0x80, 0x00}, op(i32Add)),
+	} {
+		if !bytes.Contains(out, want) {
+			t.Errorf("no % x in the instrumented module", want)
+		}
+	}
+
+	// The name section: function names follow their functions, the
+	// import has none, label names are gone.
+	names, subs := functionNames(t, out)
+	if !bytes.Equal(subs, []byte{0, 1, 2}) {
+		t.Errorf("name subsections %v, want 0 1 2", subs)
+	}
+	if _, ok := names[1]; ok || len(names) != funcCount {
+		t.Errorf("%d names, yield named %q", len(names), names[1])
+	}
+	for f := range funcCount {
+		if got := names[moved(f)]; got != funcName(f) {
+			t.Errorf("function %d (was %d) is named %q, want %q", moved(f), f, got, funcName(f))
+		}
+	}
+
+	// wazero reads the same: each export's function has its own name, and
+	// yield is imported.
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	cm, err := rt.CompileModule(ctx, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range append(slices.Clone(handFuncs), "far") {
+		f := 1 + i
+		if name == "far" {
+			f = farFunc
+		}
+		if got := cm.ExportedFunctions()[name].Name(); got != funcName(f) {
+			t.Errorf("export %s: function named %q, want %q", name, got, funcName(f))
+		}
+	}
+	var imported []string
+	for _, d := range cm.ImportedFunctions() {
+		m, n, _ := d.Import()
+		imported = append(imported, m+"."+n)
+		if n == YieldImport && (len(d.ParamTypes()) != 0 || !slices.Equal(d.ResultTypes(), []api.ValueType{api.ValueTypeI32})) {
+			t.Errorf("yield has type %v -> %v", d.ParamTypes(), d.ResultTypes())
+		}
+	}
+	if !slices.Equal(imported, []string{"env.add1", YieldModule + "." + YieldImport}) {
+		t.Errorf("imported functions %v", imported)
+	}
+}
+
+func TestYieldsOnceEveryBudgetIterations(t *testing.T) {
+	// With a fresh budget of 0, a loop iteration yields when the budget is
+	// 0 and counts it down otherwise: with yield returning n, the first
+	// iteration yields and then every (n+1)-th. The start function's loop
+	// runs 3 iterations; sum(n) n+1 of its outer loop and n(n+1)/2 of its
+	// inner one.
+	const n = 300
+	iterations := 3 + (n + 1) + n*(n+1)/2
+	for _, budget := range []uint32{0, 1, 9, DefaultBudget} {
+		t.Run(fmt.Sprint(budget), func(t *testing.T) {
+			var yields atomic.Int64
+			rt := newHostRuntime(t, host{budget: budget, onYield: func() { yields.Add(1) }})
+			instantiateNamed(t, rt, envModule(), "env")
+			mod := instantiate(t, rt, mustInstrument(t, handModule()))
+			if _, err := mod.ExportedFunction("sum").Call(context.Background(), n); err != nil {
+				t.Fatal(err)
+			}
+			per := int64(budget) + 1
+			if want := (int64(iterations) + per - 1) / per; yields.Load() != want {
+				t.Fatalf("%d yields for %d iterations, want %d", yields.Load(), iterations, want)
+			}
+		})
+	}
+}
+
+func TestCancelStopsALoopAlreadyRunning(t *testing.T) {
 	// count adds 1 to memory[0] at every iteration. Waiting for the count to
-	// move proves the guest is inside the loop before the global is set, so
-	// the trap shows the compiled loop reloads the global every iteration
-	// (a load hoisted out of the loop would make the call never return).
-	needFreeP(t)
+	// move proves the guest is inside the loop before the context ends.
 	rt := newRuntime(t, false)
 	instantiateNamed(t, rt, envModule(), "env")
 	mod := instantiate(t, rt, mustInstrument(t, handModule()))
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := mod.ExportedFunction("count").Call(context.Background())
+		_, err := mod.ExportedFunction("count").Call(ctx)
 		done <- err
 	}()
 	for {
@@ -186,67 +329,71 @@ func TestInterruptStopsALoopAlreadyRunning(t *testing.T) {
 		}
 		select {
 		case err := <-done:
-			t.Fatalf("count returned before the interrupt: %v", err)
+			t.Fatalf("count returned before the cancel: %v", err)
 		default:
 			runtime.Gosched()
 		}
 	}
-	interruptOf(t, mod).Set(1)
-	err := <-done
-	if err == nil || !strings.Contains(err.Error(), "unreachable") {
-		t.Fatalf("err = %v, want the unreachable trap", err)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
 
-func TestSpinWithoutInterruptIsNotTrapped(t *testing.T) {
-	// The other side of the check: the global at 0 lets every loop run.
-	rt := newRuntime(t, false)
-	instantiateNamed(t, rt, envModule(), "env")
-	mod := instantiate(t, rt, mustInstrument(t, handModule()))
-	if got, err := mod.ExportedFunction("sum").Call(context.Background(), 2000); err != nil || len(got) != 1 {
-		t.Fatalf("sum(2000) = %v, %v", got, err)
+func TestMissingSectionsAreAdded(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		in    []byte
+		ids   []byte
+		calls string // an export to call, returning 7
+	}{
+		{"empty module", header, []byte{1, 2, 6}, ""},
+		// No global, export or code-adjacent sections to append to; an
+		// imported global, so the budget is global 1; no () -> i32 type;
+		// a start section, which must follow the global section; no
+		// function imports, so the start function moves to 1.
+		{"no () -> i32, no global section", module(
+			section(1, vec(funcType(nil, nil))),
+			section(2, vec(cat(str("env"), str("g"), op(0x03, i32, 0x00)))),
+			section(3, vec(u32(0))),
+			section(8, u32(0)),
+			section(10, vec(fbody(nil, op(globalGet, 0, drop, loop, empty, end)))),
+		), []byte{1, 2, 3, 6, 8, 10}, ""},
+		// () -> i32 already there, no import section.
+		{"no import section", module(
+			section(1, vec(funcType(nil, op(i32)))),
+			section(3, vec(u32(0))),
+			section(7, vec(export("f", 0x00, 0))),
+			section(10, vec(fbody(nil, op(loop, empty, end), i32c(7)))),
+		), []byte{1, 2, 3, 6, 7, 10}, "f"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := mustInstrument(t, c.in)
+			var ids []byte
+			for _, s := range sectionsOf(t, out) {
+				ids = append(ids, s.id)
+			}
+			if !bytes.Equal(ids, c.ids) {
+				t.Fatalf("sections %v, want %v", ids, c.ids)
+			}
+			if len(c.in) > len(header) {
+				checkEveryLoopChecks(t, c.in, out)
+			}
+			rt := newRuntime(t, false)
+			instantiateNamed(t, rt, envModule(), "env")
+			mod := instantiate(t, rt, out) // runs the start function
+			if c.calls != "" {
+				if got, err := mod.ExportedFunction(c.calls).Call(context.Background()); err != nil || got[0] != 7 {
+					t.Fatalf("%s() = %v, %v", c.calls, got, err)
+				}
+			}
+		})
 	}
-	interruptOf(t, mod).Set(1)
-	if _, err := mod.ExportedFunction("spin").Call(context.Background()); err == nil {
-		t.Fatal("spin returned with the interrupt set")
+	// The existing () -> i32 is reused: the type section is unchanged.
+	in := module(section(1, vec(funcType(op(i32), nil), funcType(nil, op(i32)))))
+	if got := sectionsOf(t, mustInstrument(t, in))[0]; !bytes.Equal(got.content, sectionsOf(t, in)[0].content) {
+		t.Fatal("the type section changed though it has () -> i32")
 	}
-}
-
-func TestMissingGlobalAndExportSectionsAreAddedInOrder(t *testing.T) {
-	// No global, export or code-adjacent sections to append to; an imported
-	// global, so the added one is index 1; a start section, which must
-	// follow the export section.
-	in := module(
-		section(1, vec(funcType(nil, nil))),
-		section(2, vec(cat(str("env"), str("g"), op(0x03, i32, 0x00)))),
-		section(3, vec(u32(0))),
-		section(8, u32(0)),
-		section(10, vec(fbody(nil, op(globalGet, 0, drop, loop, empty, end)))),
-	)
-	out := mustInstrument(t, in)
-	var ids []byte
-	for _, s := range sectionsOf(t, out) {
-		ids = append(ids, s.id)
-	}
-	if want := []byte{1, 2, 3, 6, 7, 8, 10}; !bytes.Equal(ids, want) {
-		t.Fatalf("sections %v, want %v", ids, want)
-	}
-	if got := interruptIndex(t, out); got != 1 {
-		t.Fatalf("interrupt global index %d, want 1", got)
-	}
-	checkEveryLoopChecks(t, in, out)
-	rt := newRuntime(t, false)
-	instantiateNamed(t, rt, envModule(), "env")
-	mod := instantiate(t, rt, out) // runs the start function
-	if g := interruptOf(t, mod); g.Get() != 0 {
-		t.Fatalf("interrupt = %d", g.Get())
-	}
-}
-
-func TestEmptyModuleGetsTheGlobal(t *testing.T) {
-	out := mustInstrument(t, header)
-	mod := instantiate(t, newRuntime(t, false), out)
-	interruptOf(t, mod).Set(1)
 }
 
 func TestInstrumentingTwiceChangesNothing(t *testing.T) {
@@ -269,54 +416,46 @@ func TestDWARFIsDroppedNamesAreKept(t *testing.T) {
 	}
 }
 
-func TestExportNameTakenByAnotherKindIsAnError(t *testing.T) {
-	in := module(
-		section(1, vec(funcType(nil, nil))),
-		section(3, vec(u32(0))),
-		section(7, vec(export(ExportName, 0x00, 0))),
-		section(10, vec(fbody(nil))),
-	)
-	if _, err := Instrument(in); err == nil || !strings.Contains(err.Error(), "not as a mutable i32 global") {
-		t.Fatalf("err = %v", err)
+func TestYieldImportOnAnUninstrumentedModuleIsAnError(t *testing.T) {
+	// A module may import its own gateway.yield. Returned unchanged, its
+	// loops would not call it, or it could reset the budget; so the import
+	// counts as "instrumented already" only when the code says so.
+	yieldAs := func(desc ...byte) []byte { return cat(str(YieldModule), str(YieldImport), desc) }
+	mod := func(imp, globals []byte, code ...[]byte) []byte {
+		return module(
+			section(1, vec(funcType(nil, nil), funcType(nil, op(i32)))),
+			section(2, vec(imp)),
+			section(3, vec(u32(0))),
+			section(6, globals),
+			section(10, vec(fbody(nil, code...))),
+		)
 	}
-}
-
-func TestExportNameOnAnUninstrumentedModuleIsAnError(t *testing.T) {
-	// A module may export its own gateway_interrupt. Returned unchanged,
-	// its loops would not check it, or it could reset the global; so the
-	// name counts as "instrumented already" only when the code says so.
-	check := appendCheck(nil, 0)
+	imp := yieldAs(0x00, 1)
+	budget := vec(cat(op(i32, 0x01), i32c(0), op(end)))
+	check, _ := appendCheck(nil, 0, 0)
+	otherCheck, _ := appendCheck(nil, 0, 1)
 	for _, c := range []struct {
 		name string
-		code []byte
+		in   []byte
 		want string
 	}{
-		{"a loop without the check", op(loop, empty, end), "does not start with the check"},
-		{"the check, then a reset", cat(op(loop, empty), check, i32c(0), op(0x24, 0, end)), "global.set of the interrupt global"},
+		{"a loop without the check", mod(imp, budget, op(loop, empty, end)), "does not start with the check"},
+		{"the check, then a reset", mod(imp, budget, op(loop, empty), check, i32c(0), op(globalSet, 0, end)), "outside a check"},
+		{"a check calling another function", mod(imp, budget, op(loop, empty), otherCheck, op(end)), "does not start with the check"},
+		{"no budget global", mod(imp, vec(cat(op(i32, 0x00), i32c(0), op(end))), op(loop, empty), check, op(end)), "no budget global"},
+		{"yield of another type", mod(yieldAs(0x00, 0), budget, op(loop, empty), check, op(end)), "not () -> i32"},
+		{"yield as a global", mod(yieldAs(0x03, i32, 0x00), budget, op(loop, empty), check, op(end)), "not as a function"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			in := module(
-				section(1, vec(funcType(nil, nil))),
-				section(3, vec(u32(0))),
-				section(6, vec(cat(op(i32, 0x01), i32c(0), op(end)))),
-				section(7, vec(export(ExportName, 0x03, 0))),
-				section(10, vec(fbody(nil, c.code))),
-			)
-			if _, err := Instrument(in); err == nil || !strings.Contains(err.Error(), c.want) {
+			if _, err := Instrument(c.in); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want one saying %q", err, c.want)
 			}
 		})
 	}
 	// The same module with the check and no reset is taken as it is.
-	in := module(
-		section(1, vec(funcType(nil, nil))),
-		section(3, vec(u32(0))),
-		section(6, vec(cat(op(i32, 0x01), i32c(0), op(end)))),
-		section(7, vec(export(ExportName, 0x03, 0))),
-		section(10, vec(fbody(nil, op(loop, empty), check, op(end)))),
-	)
-	if out, err := Instrument(in); err != nil || !bytes.Equal(out, in) {
-		t.Fatalf("err = %v, changed %v", err, !bytes.Equal(out, in))
+	in := mod(imp, budget, op(loop, empty), check, op(end))
+	if out, err := Instrument(in); err != nil || &out[0] != &in[0] {
+		t.Fatalf("err = %v, changed %v", err, err == nil && !bytes.Equal(out, in))
 	}
 }
 
@@ -351,6 +490,12 @@ func TestUnknownOpcodeIsAnError(t *testing.T) {
 		{"LEB swallows the end", op(i32Const, 0x80, 0x80), "truncated"},
 		{"LEB too long", op(i32Const, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00), "too long"},
 		{"end missing", op(end, 0x01), "bytes after the final end"},
+		{"call past the functions", op(call, 1), "function index 1 out of range"},
+		{"ref.func past the functions", op(refFunc, 0x80, 0x01, drop), "function index 128 out of range"},
+		// Global 0 does not exist, but would be the budget: a module could
+		// set it and never yield.
+		{"global.set past the globals", cat(i32c(0), op(globalSet, 0)), "global index 0 out of range"},
+		{"global.get past the globals", op(globalGet, 0, drop), "global index 0 out of range"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := Instrument(oneBody(c.code))
@@ -358,6 +503,53 @@ func TestUnknownOpcodeIsAnError(t *testing.T) {
 				t.Fatalf("err = %v, want one saying %q (out %d bytes)", err, c.want, len(out))
 			}
 		})
+	}
+}
+
+func TestUnknownSectionContentIsAnError(t *testing.T) {
+	types := section(1, vec(funcType(nil, nil)))
+	funcs := section(3, vec(u32(0)))
+	code := section(10, vec(fbody(nil)))
+	for _, c := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"GC type", module(section(1, vec(op(0x5E, i32, 0x00)))), "not a function type"},
+		{"table initializer", module(types, section(4, vec(op(0x40, 0x00, fref, 0x00, 1, refNull, fref, end)))), "initializer"},
+		{"element flags 8", module(types, funcs, section(9, vec(cat(u32(8), vec()))), code), "unknown flags 8"},
+		{"element kind", module(types, funcs, section(9, vec(cat(u32(1), op(0x01), vec()))), code), "unknown element type"},
+		{"export kind", module(types, funcs, section(7, vec(export("x", 0x05, 0))), code), "unknown kind"},
+		{"export past the functions", module(types, funcs, section(7, vec(export("x", 0x00, 1))), code), "out of range"},
+		{"start past the functions", module(types, funcs, section(8, u32(1)), code), "out of range"},
+		{"export past the globals", module(types, funcs, section(7, vec(export("x", 0x03, 0))), code), "global index 0 out of range"},
+		{"loop in an initializer", module(section(6, vec(cat(op(i32, 0x00, loop, empty, end), i32c(0), op(end))))), "loop in a constant expression"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := Instrument(c.in); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want one saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestPaddedIndicesKeepTheirWidth(t *testing.T) {
+	for _, c := range []struct {
+		v     uint32
+		width int
+		want  []byte
+	}{
+		{5, 1, []byte{5}},
+		{128, 1, []byte{0x80, 0x01}},
+		{128, 5, []byte{0x80, 0x81, 0x80, 0x80, 0x00}},
+		{1, 3, []byte{0x81, 0x80, 0x00}},
+	} {
+		if got := appendU32Width(nil, c.v, c.width); !bytes.Equal(got, c.want) {
+			t.Errorf("%d in %d bytes: % x, want % x", c.v, c.width, got, c.want)
+		}
+		if v, n, err := readU32(c.want, 0, len(c.want)); v != c.v || n != len(c.want) || err != nil {
+			t.Errorf("% x reads as %d (%d bytes, %v)", c.want, v, n, err)
+		}
 	}
 }
 

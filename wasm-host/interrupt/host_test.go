@@ -16,17 +16,29 @@ import (
 // The tests run real modules on wazero, but not through wasm-host/runtime:
 // that package hard-wires close-on-context-done, which is what this one
 // replaces. This is the least of the host the modules need: WASI and a
-// `gateway` module whose answering imports return empty results.
+// `gateway` module whose answering imports return empty results, and
+// yield as the package doc asks of the host.
 
 // compiled is shared by every runtime of the tests, so each module is
 // compiled once per configuration.
 var compiled = wazero.NewCompilationCache()
 
+// host configures a test runtime.
+type host struct {
+	closeOnContextDone bool
+	budget             uint32 // what yield returns
+	onYield            func() // called at every yield, before the context is looked at
+}
+
 func newRuntime(tb testing.TB, closeOnContextDone bool) wazero.Runtime {
+	return newHostRuntime(tb, host{closeOnContextDone: closeOnContextDone, budget: DefaultBudget})
+}
+
+func newHostRuntime(tb testing.TB, h host) wazero.Runtime {
 	tb.Helper()
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(closeOnContextDone).
+		WithCloseOnContextDone(h.closeOnContextDone).
 		WithCompilationCache(compiled))
 	tb.Cleanup(func() { rt.Close(ctx) })
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
@@ -35,13 +47,25 @@ func newRuntime(tb testing.TB, closeOnContextDone bool) wazero.Runtime {
 	i32 := api.ValueTypeI32
 	empty := api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) { stack[0] = 0 })
 	none := api.GoModuleFunc(func(context.Context, api.Module, []uint64) {})
-	b := rt.NewHostModuleBuilder("gateway")
+	b := rt.NewHostModuleBuilder(YieldModule)
 	for _, name := range []string{"ledger", "fetch", "ai", "config"} {
 		b.NewFunctionBuilder().WithGoModuleFunction(empty, []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).Export(name)
 	}
 	for _, name := range []string{"log", "take"} {
 		b.NewFunctionBuilder().WithGoModuleFunction(none, []api.ValueType{i32, i32}, nil).Export(name)
 	}
+	// yield, as the package doc asks of the host: stop the guest when the
+	// call's context is done, else give it another budget.
+	yield := api.GoModuleFunc(func(ctx context.Context, _ api.Module, stack []uint64) {
+		if h.onYield != nil {
+			h.onYield()
+		}
+		if ctx.Err() != nil {
+			panic(context.Cause(ctx))
+		}
+		stack[0] = uint64(h.budget)
+	})
+	b.NewFunctionBuilder().WithGoModuleFunction(yield, nil, []api.ValueType{i32}).Export(YieldImport)
 	if _, err := b.Instantiate(ctx); err != nil {
 		tb.Fatal(err)
 	}
@@ -91,25 +115,8 @@ func handle(ctx context.Context, mod api.Module, req *abi.Request) (abi.Response
 	return abi.DecodeResponse(out)
 }
 
-// needFreeP makes sure a goroutine can run while a guest spins: guest
-// machine code is not preemptible, so with one P the goroutine that sets
-// the interrupt would never run (see the package doc).
-func needFreeP(t *testing.T) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		t.Cleanup(func() { runtime.GOMAXPROCS(1) })
-		runtime.GOMAXPROCS(2)
-	}
-}
-
-// interruptOf returns the instance's interrupt global.
-func interruptOf(tb testing.TB, mod api.Module) api.MutableGlobal {
-	tb.Helper()
-	g, ok := mod.ExportedGlobal(ExportName).(api.MutableGlobal)
-	if !ok {
-		tb.Fatalf("%s is not exported as a mutable global", ExportName)
-	}
-	if g.Type() != api.ValueTypeI32 {
-		tb.Fatalf("%s has type %s, want i32", ExportName, api.ValueTypeName(g.Type()))
-	}
-	return g
+// withGOMAXPROCS runs the rest of the test with n Ps.
+func withGOMAXPROCS(t *testing.T, n int) {
+	prev := runtime.GOMAXPROCS(n)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
 }

@@ -3,10 +3,16 @@ package interrupt
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
-	"strings"
+	"runtime"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tetratelabs/wazero"
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/wasm-host/testenv"
@@ -41,11 +47,32 @@ func TestEveryBuiltModuleIsInstrumented(t *testing.T) {
 			if again := mustInstrument(t, out); &again[0] != &out[0] {
 				t.Fatal("instrumenting twice changed the module")
 			}
-			// Compiles, instantiates (with _initialize), exports the
-			// global at 0.
-			mod := instantiate(t, newRuntime(t, false), out)
-			if g := interruptOf(t, mod); g.Get() != 0 {
-				t.Fatalf("interrupt starts at %d", g.Get())
+			// Compiles and instantiates (with _initialize, which yields).
+			var yields atomic.Int64
+			instantiate(t, newHostRuntime(t, host{budget: DefaultBudget, onYield: func() { yields.Add(1) }}), out)
+			if yields.Load() == 0 {
+				t.Error("_initialize never yielded")
+			}
+			// The exports name the functions they did: the name section
+			// was renumbered with the functions.
+			ctx := context.Background()
+			rt := wazero.NewRuntime(ctx)
+			defer rt.Close(ctx)
+			before, err := rt.CompileModule(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := rt.CompileModule(ctx, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for export, d := range before.ExportedFunctions() {
+				if got := after.ExportedFunctions()[export]; got.Name() != d.Name() || d.Name() == "" {
+					t.Errorf("export %s: function %q, was %q", export, got.Name(), d.Name())
+				}
+			}
+			if a, b := exportCount(t, out), exportCount(t, in); a != b {
+				t.Errorf("%d exports, was %d", a, b)
 			}
 		})
 	}
@@ -73,43 +100,95 @@ func TestInstrumentedGuestAnswersAsBefore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Status != want.Status || !bytes.Equal(got.Body, want.Body) || len(got.Headers) != len(want.Headers) {
+			if got.Status != want.Status || !bytes.Equal(got.Body, want.Body) || !slices.Equal(got.Headers, want.Headers) {
 				t.Fatalf("instrumented: %d %q, original: %d %q", got.Status, got.Body, want.Status, want.Body)
 			}
 		})
 	}
 }
 
-func TestSpinningGuestIsStopped(t *testing.T) {
+func TestSpinningGuestIsStoppedWithOneP(t *testing.T) {
 	// The test guest's /spin with n=0 counts to 2^64. The runtime has no
-	// close-on-context-done, so the interrupt global is the only way out.
-	// The global is set from another goroutine, as the host's watchdog
-	// does. A load hoisted out of the loop would leave the call running
-	// forever and the test would time out. (The short pause lets the guest
-	// get past decoding the request into the spin loop; it bounds nothing:
-	// TestInterruptStopsALoopAlreadyRunning waits for its loop
-	// deterministically.)
-	needFreeP(t)
-	rt := newRuntime(t, false)
-	mod := instantiate(t, rt, mustInstrument(t, testenv.Wasm(t, "testguests/testguest.wasm")))
-	g := interruptOf(t, mod)
-	done := make(chan error, 1)
-	go func() {
-		_, err := handle(context.Background(), mod, &abi.Request{Path: "/spin", Query: "n=0"})
-		done <- err
-	}()
-	time.Sleep(20 * time.Millisecond)
-	select {
-	case err := <-done:
-		t.Fatalf("the spin returned before the interrupt: %v", err)
-	default:
+	// close-on-context-done and there is one P, which the spinning guest
+	// holds: no other goroutine runs unless the guest comes back to Go.
+	// The deadline's timer fires, and the call returns, only because the
+	// guest yields. Were it not to, the test would hang (to the test
+	// binary's timeout).
+	withGOMAXPROCS(t, 1)
+	mod := instantiate(t, newRuntime(t, false), mustInstrument(t, testenv.Wasm(t, "testguests/testguest.wasm")))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := handle(ctx, mod, &abi.Request{Path: "/spin", Query: "n=0"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want one wrapping context.DeadlineExceeded", err)
 	}
-	g.Set(1) // this goroutine is not the one running the guest
-	err := <-done
-	if err == nil || !strings.Contains(err.Error(), "unreachable") {
-		t.Fatalf("err = %v, want the unreachable trap", err)
+	t.Logf("stopped: %v", err)
+}
+
+func TestGarbageCollectionCompletesWhileAGuestSpins(t *testing.T) {
+	// A collection stops the world: it waits for every goroutine, the one
+	// running guest code included, to reach a preemption point. Guest code
+	// has none, so without yields runtime.GC would wait for the spin to
+	// end, forever. With one P the collector's goroutine also needs the
+	// guest to let go of the P; with two it has a P, and only the stop of
+	// the world is at stake.
+	for _, procs := range []int{1, 2} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
+			withGOMAXPROCS(t, procs)
+			// spinning is closed once this call has yielded 1000 times,
+			// 16 million loop iterations: the guest is in its spin loop.
+			var calling atomic.Bool
+			var yields atomic.Int64
+			spinning := make(chan struct{})
+			rt := newHostRuntime(t, host{budget: DefaultBudget, onYield: func() {
+				if calling.Load() && yields.Add(1) == 1000 {
+					close(spinning)
+				}
+			}})
+			mod := instantiate(t, rt, mustInstrument(t, testenv.Wasm(t, "testguests/testguest.wasm")))
+
+			// The spin's context ends only when this test says so, after
+			// the collection: the order is fixed by channels, not timing.
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			stopped := make(chan error, 1)
+			calling.Store(true)
+			go func() {
+				_, err := handle(ctx, mod, &abi.Request{Path: "/spin", Query: "n=0"})
+				stopped <- err
+			}()
+			<-spinning
+			collected := make(chan struct{})
+			go func() {
+				runtime.GC()
+				close(collected)
+			}()
+			select {
+			case <-collected:
+			case err := <-stopped:
+				t.Fatalf("the spin stopped before its context ended: %v", err)
+			}
+			select {
+			case err := <-stopped:
+				t.Fatalf("the spin stopped before its context ended: %v", err)
+			default: // still spinning when the collection returned
+			}
+			stop()
+			if err := <-stopped; !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want one wrapping context.Canceled", err)
+			}
+		})
 	}
-	t.Logf("trap: %v", err)
+}
+
+func exportCount(tb testing.TB, wasm []byte) uint32 {
+	for _, s := range sectionsOf(tb, wasm) {
+		if s.id == secExport {
+			n, _, _ := readU32(s.content, 0, len(s.content))
+			return n
+		}
+	}
+	return 0
 }
 
 func benchConfigRequest() abi.Request {
