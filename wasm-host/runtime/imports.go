@@ -6,6 +6,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/wasm-host/interrupt"
 )
 
 // callState is the per-request state the imports need. It travels in the
@@ -116,6 +117,18 @@ func (e *Engine) instantiateHostModule(ctx context.Context) error {
 		}
 		c.pending = c.pending[:0]
 	}), i32x2, nil).Export("take")
+
+	// yield is called by the check interrupt.Instrument puts at every loop
+	// header, once every interrupt.DefaultBudget iterations. Being a Go
+	// call, it lets the scheduler and the garbage collector's stop of the
+	// world reach a guest that is spinning; and it stops a guest whose
+	// request is done, by trapping: the caller then discards the instance.
+	b.NewFunctionBuilder().WithGoFunction(api.GoFunc(func(ctx context.Context, stack []uint64) {
+		if err := ctx.Err(); err != nil {
+			panic(context.Cause(ctx))
+		}
+		stack[0] = interrupt.DefaultBudget
+	}), nil, i32x1).Export(interrupt.YieldImport)
 
 	_, err := b.Instantiate(ctx)
 	return err
