@@ -183,10 +183,12 @@ func (f *Function) run(ctx context.Context, req *abi.Request) (abi.Response, err
 			break
 		}
 	}
-	defer f.inUse.Add(-1)
 	c := &inst.state // reused: its buffers grow once and stay
 	c.function, c.requestID = f.module.name, req.RequestID
 	resp, err := inst.call(ctx, c, req)
+	// Counted out before the instance goes back, or the next caller's
+	// count could see it in use twice.
+	f.inUse.Add(-1)
 	if err != nil {
 		f.discard(inst)
 		if ctx.Err() != nil {
