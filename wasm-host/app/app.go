@@ -53,32 +53,39 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		return nil, err
 	}
 	log = redactLog(log, cfg.UpstreamAPIKey, cfg.MailAPIKey, cfg.LedgerToken)
-	led, err := ledger.Open(ctx, cfg.LedgerURL, cfg.LedgerToken)
-	if err != nil {
-		return nil, err
+	// The ledger opens while the engine starts and the decision module
+	// compiles: on a cold start each costs a few milliseconds, and neither
+	// needs the other until the first request.
+	type opened struct {
+		led *ledger.Executor
+		err error
 	}
-	if err := led.RequireMigrated(ctx); err != nil {
-		led.Close()
-		return nil, err
-	}
-	a := &App{Config: cfg, Ledger: led, Log: log, Functions: map[string]*Function{}}
-	a.Egress = egress.New(allowedOrigins(cfg), map[string]egress.Credential{
-		abi.CredentialUpstream: {Token: cfg.UpstreamAPIKey, Origin: egress.Origin(cfg.UpstreamURL)},
-		"mail":                 {Token: cfg.MailAPIKey, Origin: egress.Origin(cfg.MailURL)}, // schema/mail.md
-	})
-
+	ledc := make(chan opened, 1)
+	go func() {
+		led, err := ledger.Open(ctx, cfg.LedgerURL, cfg.LedgerToken)
+		if err == nil {
+			if err = led.RequireMigrated(ctx); err != nil {
+				led.Close()
+				led = nil
+			}
+		}
+		ledc <- opened{led, err}
+	}()
+	a := &App{Config: cfg, Log: log, Functions: map[string]*Function{}}
 	eng, err := runtime.NewEngine(ctx, runtime.Options{CacheDir: filepath.Join(cfg.DataDir, "wazero-cache")}, a.services())
 	if err != nil {
-		led.Close()
+		if o := <-ledc; o.led != nil {
+			o.led.Close()
+		}
 		return nil, err
 	}
 	a.Engine = eng
-	a.Releases = canary.NewTable(canary.Options{
-		Engine: eng, Ledger: led, DataDir: cfg.DataDir, PoolSize: cfg.PoolSize,
-		Grace: cfg.RequestTimeout + 5*time.Second, Log: log,
-		ClientAddr: a.client().Of,
-	})
-	handlers := map[string]server.Handler{}
+	// Modules compile in the background while the host already listens, in
+	// route table order, the decision first; a request for a function not
+	// yet loaded waits for that one alone (startup.go).
+	modules := map[string][]byte{}
+	loads := make(chan *Function, len(routes.Table))
+	a.warm(loads)
 	for _, name := range functionNames(routes.Table) {
 		path := filepath.Join(cfg.FunctionsDir, name+".wasm")
 		wasm, err := os.ReadFile(path)
@@ -86,14 +93,33 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 			log.Warn("function module missing; its routes answer 503", "function", name, "path", path)
 			continue
 		}
-		f := a.loader(name, wasm)
-		a.Functions[name] = f
-		handlers[name] = a.Releases.Add(name, wasm, f)
+		modules[name] = wasm
+		a.Functions[name] = a.loader(name, wasm)
+		loads <- a.Functions[name]
 	}
-	// Modules compile in the background while the host already listens: a
-	// request for a function not yet loaded waits for that one alone
-	// (startup.go).
-	a.warm(functionNames(routes.Table))
+	close(loads)
+
+	o := <-ledc
+	if o.err != nil {
+		a.Close(ctx)
+		return nil, o.err
+	}
+	a.Ledger = o.led
+	a.Egress = egress.New(allowedOrigins(cfg), map[string]egress.Credential{
+		abi.CredentialUpstream: {Token: cfg.UpstreamAPIKey, Origin: egress.Origin(cfg.UpstreamURL)},
+		"mail":                 {Token: cfg.MailAPIKey, Origin: egress.Origin(cfg.MailURL)}, // schema/mail.md
+	})
+	a.Releases = canary.NewTable(canary.Options{
+		Engine: eng, Ledger: a.Ledger, DataDir: cfg.DataDir, PoolSize: cfg.PoolSize,
+		Grace: cfg.RequestTimeout + 5*time.Second, Log: log,
+		ClientAddr: a.client().Of,
+	})
+	handlers := map[string]server.Handler{}
+	for _, name := range functionNames(routes.Table) {
+		if f, ok := a.Functions[name]; ok {
+			handlers[name] = a.Releases.Add(name, modules[name], f)
+		}
+	}
 	// A release that cannot be applied (its module fails to load) leaves
 	// that function on its built module rather than stopping the host.
 	if err := a.Releases.Sync(ctx); err != nil {
@@ -154,8 +180,10 @@ func (a *App) Close(ctx context.Context) {
 
 func (a *App) services() runtime.Services {
 	return runtime.Services{
-		Ledger: a.Ledger.Exec,
-		Fetch:  a.Egress.Fetch,
+		// The ledger and egress are set before New returns, and no guest
+		// runs before then.
+		Ledger: func(ctx context.Context, b *abi.Batch) abi.BatchResult { return a.Ledger.Exec(ctx, b) },
+		Fetch:  func(ctx context.Context, f *abi.FetchRequest) abi.FetchResponse { return a.Egress.Fetch(ctx, f) },
 		AI: func(ctx context.Context, r *abi.AIRequest) abi.AIResponse {
 			if a.Config.UpstreamKind != "edge" {
 				return abi.AIResponse{ErrKind: abi.FetchErrDenied, ErrMsg: "no model binding configured"}

@@ -84,16 +84,14 @@ func (f *Function) Close() {
 	}
 }
 
-// warm loads every module in the background, one at a time in route table
-// order (the decision first): a request for a module not loaded yet loads
-// it at once on its own goroutine, and should not share the CPU with more
-// than one background compile.
-func (a *App) warm(names []string) {
+// warm loads the modules sent on loads in the background, one at a time
+// in the order sent: a request for a module not loaded yet loads it at once
+// on its own goroutine, and should not share the CPU with more than one
+// background compile.
+func (a *App) warm(loads <-chan *Function) {
 	go func() {
-		for _, name := range names {
-			if f, ok := a.Functions[name]; ok {
-				f.Ready()
-			}
+		for f := range loads {
+			f.Ready()
 		}
 	}()
 }
