@@ -3,6 +3,7 @@
 package wranglercompat_test
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -75,5 +76,78 @@ func TestWorkersHoldNoInstanceOnTheUpstream(t *testing.T) {
 		if s != "200 1" {
 			t.Fatalf("decision %d: %s (all: %v)", i, s, statuses)
 		}
+	}
+}
+
+// TestWorkersFinishADecisionWhoseClientHungUp: on Workers too, a client
+// that gives up while the upstream is thinking does not cancel its
+// decision (function.js keeps it alive with waitUntil): it settles and is
+// retained, so resending the key replays it without a second upstream call.
+func TestWorkersFinishADecisionWhoseClientHungUp(t *testing.T) {
+	gate := make(chan struct{})
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		<-gate
+		answerVendor(w, r, body)
+	})
+	env := map[string]string{
+		"LIBSQL_URL":              sqldtest.Start(t),
+		"UPSTREAM_KIND":           "vendor",
+		"UPSTREAM_URL":            up.srv.URL + "/v1",
+		"UPSTREAM_API_KEY":        upstreamKey,
+		"SERVICE_ORIGIN":          consoleOrigin,
+		"SERVICE_WELCOME_CREDITS": "100",
+	}
+	p := &pair{t: t}
+	p.sides[1] = &side{ledger: env["LIBSQL_URL"], upstream: up, env: env}
+	p.admin(1, "migrate")
+	key := p.admin(1, "key", "hangs-up@example.test")
+	url := startWrangler(t, env).url
+	send := func(ctx context.Context) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/service", strings.NewReader(decisionBody))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Idempotency-Key", "hung-up")
+		return (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan error, 1)
+	go func() {
+		resp, err := send(ctx)
+		if err == nil {
+			resp.Body.Close()
+		}
+		gone <- err
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(up.seen()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the decision never reached the upstream")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-gone; err == nil {
+		t.Fatal("the client's request finished although it was cancelled")
+	}
+	close(gate)
+	for {
+		resp, err := send(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			if resp.Header.Get("X-Idempotency-Replayed") != "true" || resp.Header.Get("X-Service-Credits") != "0" {
+				t.Fatalf("resend: replayed %q credits %q", resp.Header.Get("X-Idempotency-Replayed"), resp.Header.Get("X-Service-Credits"))
+			}
+			break
+		}
+		if resp.StatusCode != 409 || resp.Header.Get("X-Service-Error-Code") != "request_in_progress" || time.Now().After(deadline) {
+			t.Fatalf("resend: %d %q", resp.StatusCode, resp.Header.Get("X-Service-Error-Code"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := len(up.seen()); n != 1 {
+		t.Fatalf("upstream calls %d, want 1", n)
 	}
 }
