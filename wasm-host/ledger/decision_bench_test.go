@@ -47,7 +47,7 @@ func BenchmarkDecision(b *testing.B) {
 		{"parallel8/group=1", 8, false, noGroup, false},
 	}
 	for _, be := range sqldtest.Backends(b) {
-		setup, err := Open(context.Background(), be.URL, "")
+		setup, err := OpenWith(context.Background(), be.URL, "", Options{Create: true})
 		if err != nil {
 			b.Fatal(err)
 		}
