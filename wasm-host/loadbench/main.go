@@ -198,6 +198,9 @@ func (b *bench) runLedger(kind string, cases []benchCase, spec func(string, *led
 			return fmt.Errorf("the gateway exited during %s; log:\n%s", c.name, gw.tail(20))
 		}
 	}
+	if d := gw.logDigest(); d != "" {
+		fmt.Fprintf(b.out, "%-26s %s\n", "gateway log/"+kind, d)
+	}
 	if n := b.up.unknown.Load(); n > 0 {
 		fmt.Fprintf(b.out, "warning: the upstream got %d bodies without a payload marker\n", n)
 	}
