@@ -78,6 +78,9 @@ func benchmark(args []string) error {
 	if err != nil {
 		return err
 	}
+	if *rounds < 1 || *accounts < 1 || *duration <= 0 {
+		return fmt.Errorf("-rounds and -accounts must be at least 1, -duration positive")
+	}
 	b := &bench{rounds: *rounds, duration: *duration, warmup: *warmup, accounts: *accounts, verbose: *verbose, busyRetries: *busyRetries,
 		out: os.Stdout, payloads: map[string][]byte{}, peaks: map[string]int64{}}
 	if *quick {
