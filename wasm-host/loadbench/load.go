@@ -35,6 +35,7 @@ type load struct {
 type sample struct {
 	lat    time.Duration // from its intended start; for a cut request, its age at the cut
 	status int           // 0: transport error or cut
+	code   string        // X-Service-Error-Code of an error answer
 	cut    bool
 	err    error // the transport error
 }
@@ -70,7 +71,11 @@ func do(c *http.Client, cutCtx context.Context, l *load, key string, intended ti
 	case err != nil:
 		return sample{lat: now.Sub(intended), err: err}
 	}
-	return sample{lat: now.Sub(intended), status: resp.StatusCode}
+	x := sample{lat: now.Sub(intended), status: resp.StatusCode}
+	if x.status/100 != 2 {
+		x.code = resp.Header.Get("X-Service-Error-Code")
+	}
+	return x
 }
 
 // closedLoop runs conns clients, each sending its next request as soon as

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -202,3 +204,48 @@ func lastLine(out []byte) string {
 // discardLog silences net/http's server error log (client disconnects at
 // the end of a cut run are expected).
 func discardLog() *log.Logger { return log.New(io.Discard, "", 0) }
+
+// logDigest counts the log lines above INFO of a process that logs JSON
+// (the gateway), grouped by message and error, most frequent first, so a
+// report that shows 5xx answers also shows their cause. Requests cut at the
+// end of a run show up here too ("no free instance", "context canceled").
+// It returns "" when there are none.
+func (p *process) logDigest() string {
+	f, err := os.Open(p.logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	counts := map[string]int{}
+	var order []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var rec struct{ Level, Msg, Error string }
+		if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.Level == "" || rec.Level == "INFO" || rec.Level == "DEBUG" {
+			continue
+		}
+		k := rec.Level + " " + strconv.Quote(rec.Msg)
+		if rec.Error != "" {
+			e := rec.Error
+			if len(e) > 120 {
+				e = e[:120] + "…"
+			}
+			k += " (" + e + ")"
+		}
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+	}
+	sort.SliceStable(order, func(i, j int) bool { return counts[order[i]] > counts[order[j]] })
+	var parts []string
+	for i, k := range order {
+		if i == 5 {
+			parts = append(parts, "…")
+			break
+		}
+		parts = append(parts, strconv.Itoa(counts[k])+"× "+k)
+	}
+	return strings.Join(parts, "; ")
+}

@@ -30,16 +30,16 @@ type summary struct {
 	rps      float64 // 2xx answers per second
 	p50, p99 quantile
 	ok       int
-	statuses map[int]int // non-2xx answers by status
-	errors   int         // transport errors
-	firstErr string      // the first of them
-	cut      int         // still unanswered at the cut
+	statuses map[string]int // non-2xx answers by status and error code
+	errors   int            // transport errors
+	firstErr string         // the first of them
+	cut      int            // still unanswered at the cut
 }
 
 // summarise computes a run's figures. Percentiles cover the 2xx answers and
 // the cut requests (as lower bounds); a fast error must not improve them.
 func summarise(r run) summary {
-	s := summary{statuses: map[int]int{}}
+	s := summary{statuses: map[string]int{}}
 	type ranked struct {
 		d   time.Duration
 		cut bool
@@ -59,7 +59,7 @@ func summarise(r run) summary {
 			s.ok++
 			lat = append(lat, ranked{x.lat, false})
 		default:
-			s.statuses[x.status]++
+			s.statuses[strings.TrimSpace(strconv.Itoa(x.status)+" "+x.code)]++
 		}
 	}
 	if r.elapsed > 0 {
@@ -85,13 +85,13 @@ func summarise(r run) summary {
 // failures describes what was not a 2xx, or "" when everything was.
 func (s summary) failures() string {
 	var parts []string
-	codes := make([]int, 0, len(s.statuses))
+	codes := make([]string, 0, len(s.statuses))
 	for c := range s.statuses {
 		codes = append(codes, c)
 	}
 	slices.Sort(codes)
 	for _, c := range codes {
-		parts = append(parts, strconv.Itoa(c)+"×"+strconv.Itoa(s.statuses[c]))
+		parts = append(parts, c+"×"+strconv.Itoa(s.statuses[c]))
 	}
 	if s.errors > 0 {
 		parts = append(parts, "conn-err×"+strconv.Itoa(s.errors)+" ("+s.firstErr+")")
@@ -105,7 +105,7 @@ func (s summary) failures() string {
 // add merges another round's failure counts into s.
 func (s *summary) addFailures(o summary) {
 	if s.statuses == nil {
-		s.statuses = map[int]int{}
+		s.statuses = map[string]int{}
 	}
 	for c, n := range o.statuses {
 		s.statuses[c] += n
