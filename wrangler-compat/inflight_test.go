@@ -37,20 +37,7 @@ func TestWorkersHoldNoInstanceOnTheUpstream(t *testing.T) {
 			w.WriteHeader(599)
 		}
 	})
-	env := map[string]string{
-		"LIBSQL_URL":              sqldtest.Start(t),
-		"UPSTREAM_KIND":           "vendor",
-		"UPSTREAM_URL":            up.srv.URL + "/v1",
-		"UPSTREAM_API_KEY":        upstreamKey,
-		"SERVICE_ORIGIN":          consoleOrigin,
-		"SERVICE_WELCOME_CREDITS": "100",
-		"SERVICE_RATE_LIMIT":      "100",
-	}
-	p := &pair{t: t}
-	p.sides[1] = &side{ledger: env["LIBSQL_URL"], upstream: up, env: env}
-	p.admin(1, "migrate")
-	key := p.admin(1, "key", "many@example.test")
-	url := startWrangler(t, env).url
+	url, key := startWorkersOnly(t, up)
 
 	statuses := make([]string, n)
 	var wg sync.WaitGroup
@@ -89,19 +76,7 @@ func TestWorkersFinishADecisionWhoseClientHungUp(t *testing.T) {
 		<-gate
 		answerVendor(w, r, body)
 	})
-	env := map[string]string{
-		"LIBSQL_URL":              sqldtest.Start(t),
-		"UPSTREAM_KIND":           "vendor",
-		"UPSTREAM_URL":            up.srv.URL + "/v1",
-		"UPSTREAM_API_KEY":        upstreamKey,
-		"SERVICE_ORIGIN":          consoleOrigin,
-		"SERVICE_WELCOME_CREDITS": "100",
-	}
-	p := &pair{t: t}
-	p.sides[1] = &side{ledger: env["LIBSQL_URL"], upstream: up, env: env}
-	p.admin(1, "migrate")
-	key := p.admin(1, "key", "hangs-up@example.test")
-	url := startWrangler(t, env).url
+	url, key := startWorkersOnly(t, up)
 	send := func(ctx context.Context) (*http.Response, error) {
 		req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/service", strings.NewReader(decisionBody))
 		req.Header.Set("Content-Type", "application/json")
@@ -150,4 +125,23 @@ func TestWorkersFinishADecisionWhoseClientHungUp(t *testing.T) {
 	if n := len(up.seen()); n != 1 {
 		t.Fatalf("upstream calls %d, want 1", n)
 	}
+}
+
+// startWorkersOnly runs the Workers alone on a fresh sqld, with the vendor
+// upstream up, and returns their URL and an API key with 100 credits.
+func startWorkersOnly(t *testing.T, up *recorder) (url, key string) {
+	env := map[string]string{
+		"LIBSQL_URL":              sqldtest.Start(t),
+		"UPSTREAM_KIND":           "vendor",
+		"UPSTREAM_URL":            up.srv.URL + "/v1",
+		"UPSTREAM_API_KEY":        upstreamKey,
+		"SERVICE_ORIGIN":          consoleOrigin,
+		"SERVICE_WELCOME_CREDITS": "100",
+		"SERVICE_RATE_LIMIT":      "100",
+	}
+	p := &pair{t: t}
+	p.sides[1] = &side{ledger: env["LIBSQL_URL"], upstream: up, env: env}
+	p.admin(1, "migrate")
+	key = p.admin(1, "key", "workers-only@example.test")
+	return startWrangler(t, env).url, key
 }

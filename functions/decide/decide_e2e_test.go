@@ -2,7 +2,6 @@ package decide_test
 
 import (
 	"bytes"
-	"io"
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
@@ -322,7 +321,7 @@ func TestMalformedKeysCountAsAuthenticationAttempts(t *testing.T) {
 			got = append(got, strconv.Itoa(g.post("", simpleRequest, "Authorization", auth).Status))
 		}
 		valid := g.post(key, simpleRequest)
-		models := g.getModels(key)
+		models := g.send("GET", "/v1/models", key, "")
 		if time.Now().Unix()/60 != minute {
 			continue
 		}
@@ -341,17 +340,4 @@ func TestMalformedKeysCountAsAuthenticationAttempts(t *testing.T) {
 		return
 	}
 	t.Fatal("the minute rolled over in every run")
-}
-
-func (g *gateway) getModels(key string) reply {
-	g.t.Helper()
-	req, _ := http.NewRequest("GET", g.URL+"/v1/models", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return reply{resp.StatusCode, resp.Header, data}
 }

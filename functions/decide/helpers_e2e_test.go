@@ -84,8 +84,17 @@ func (r reply) code() string { return r.Header.Get("X-Service-Error-Code") }
 
 func (g *gateway) post(key string, body string, headers ...string) reply {
 	g.t.Helper()
-	req, _ := http.NewRequest("POST", g.URL+"/v1/service", bytes.NewReader([]byte(body)))
-	req.Header.Set("Content-Type", "application/json")
+	return g.send("POST", "/v1/service", key, body, headers...)
+}
+
+// send makes one request: a JSON body when there is one, the key as a
+// Bearer token when there is one, and headers as name/value pairs.
+func (g *gateway) send(method, path, key, body string, headers ...string) reply {
+	g.t.Helper()
+	req, _ := http.NewRequest(method, g.URL+path, bytes.NewReader([]byte(body)))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
