@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -28,6 +29,15 @@ func serve(log *slog.Logger, args []string) error {
 	cfg, err := hostconfig.FromEnv()
 	if err != nil {
 		return err
+	}
+	if os.Getenv("GOGC") == "" {
+		// The host's live heap is small (a few MiB besides the guests'
+		// memories, which are not Go heap), so Go's default of collecting
+		// at twice the live heap runs the collector every few hundred
+		// requests. Collecting at four times costs some MiB and was worth
+		// about 10% more decisions per second (make bench-load,
+		// closed16/small). GOGC set in the environment wins.
+		debug.SetGCPercent(300)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
