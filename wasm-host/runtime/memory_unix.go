@@ -21,8 +21,9 @@ var mmapMemory experimental.MemoryAllocator = experimental.MemoryAllocatorFunc(f
 })
 
 type mapping struct {
-	buf []byte
-	max uint64
+	buf    []byte
+	max    uint64
+	mapped bool // buf is an mmap of max bytes; otherwise a Go slice
 }
 
 func (m *mapping) Reallocate(size uint64) []byte {
@@ -34,17 +35,26 @@ func (m *mapping) Reallocate(size uint64) []byte {
 		// valid (empty) slice.
 		n := max(m.max, 1<<16)
 		b, err := syscall.Mmap(-1, 0, int(n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
-		if err != nil {
-			return nil
+		if err == nil {
+			m.buf, m.mapped = b, true
 		}
-		m.buf = b
 	}
-	return m.buf[:size:m.max]
+	if m.mapped {
+		return m.buf[:size:m.max]
+	}
+	// A kernel that refuses to reserve the address space (strict
+	// overcommit) gets what wazero does by default: a Go slice, copied
+	// as it grows.
+	if uint64(cap(m.buf)) < size {
+		m.buf = append(m.buf[:cap(m.buf)], make([]byte, size-uint64(cap(m.buf)))...)
+	}
+	m.buf = m.buf[:size]
+	return m.buf
 }
 
 func (m *mapping) Free() {
-	if m.buf != nil {
+	if m.mapped {
 		syscall.Munmap(m.buf[:cap(m.buf)])
-		m.buf = nil
 	}
+	m.buf, m.mapped = nil, false
 }

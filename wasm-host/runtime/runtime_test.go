@@ -191,7 +191,13 @@ func TestPoolNeverExceedsSizeUnderConcurrency(t *testing.T) {
 
 func TestWaitingForInstanceRespectsDeadline(t *testing.T) {
 	f, _ := newTestFunction(t, 1)
-	go f.Handle(context.Background(), &abi.Request{Path: "/sleep", Query: "ms=300"})
+	busy := make(chan struct{})
+	go func() {
+		defer close(busy)
+		f.Handle(context.Background(), &abi.Request{Path: "/sleep", Query: "ms=300"})
+	}()
+	// The sleeper must be done before the engine closes at cleanup.
+	defer func() { <-busy }()
 	time.Sleep(50 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
