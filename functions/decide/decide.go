@@ -103,7 +103,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 
 	// Call the upstream: the host makes the call while no instance waits
 	// on it, then hands the answer to Resume.
-	p := pending{AccountID: c.AccountID, Source: c.Source, Cost: cost, Rate: r.Rate, Reserved: now.UnixMilli()}
+	p := pending{AccountID: c.AccountID, Cost: cost, Rate: r.Rate, Reserved: now.UnixMilli()}
 	aw, failed := d.adapter.Prepare(&d.call)
 	if failed != nil {
 		return settleAndAnswer(env, req, d, &p, failed)
@@ -201,16 +201,12 @@ func settleAndAnswer(env *platform.Env, req *abi.Request, d *decision, p *pendin
 	return resp
 }
 
-// attemptLimited counts a refused key as an authentication attempt of its
-// client address and answers 429 when the address is over its limit. A
-// request that sent no Authorization header made no attempt.
+// attemptLimited answers 429 when a refused key's client address is over
+// its authentication limit (ledgerq.CountRefusedKey).
 func attemptLimited(env *platform.Env, req *abi.Request) (abi.Response, bool) {
-	if !req.Headers.Has("authorization") {
-		return abi.Response{}, false
-	}
 	now := time.Now()
-	a, err := ledgerq.CountAttempt(env.Ledger, keys.HashClient(req.ClientAddr), settings.Read(env.Config).AuthRateLimit, now)
-	if err != nil || !a.RateLimited {
+	a, limited := ledgerq.CountRefusedKey(env.Ledger, req, settings.Read(env.Config).AuthRateLimit, now)
+	if !limited {
 		return abi.Response{}, false
 	}
 	resp := fail(429, CodeAuthRateLimited, "too many authentication attempts from this address")

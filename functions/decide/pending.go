@@ -13,7 +13,6 @@ import (
 // what the ledger answered travels here.
 type pending struct {
 	AccountID string
-	Source    string
 	Cost      int64
 	Rate      ledgerq.Rate
 	Reserved  int64 // unix milliseconds of the reservation
@@ -28,12 +27,11 @@ func (p *pending) settleBy(timeout time.Duration) time.Time {
 
 // pendingVersion is the first byte of a saved state: a host upgraded while a
 // call was in flight hands the state to a module that may not read it.
-const pendingVersion = 1
+const pendingVersion = 2
 
 func (p *pending) append(b []byte) []byte {
 	b = append(b, pendingVersion)
 	b = appendString(b, p.AccountID)
-	b = appendString(b, p.Source)
 	b = binary.LittleEndian.AppendUint64(b, uint64(p.Cost))
 	b = binary.LittleEndian.AppendUint64(b, uint64(p.Reserved))
 	return ledgerq.AppendRate(b, p.Rate)
@@ -52,9 +50,6 @@ func (p *pending) decode(b []byte) bool {
 	b = b[1:]
 	var ok bool
 	if p.AccountID, b, ok = readString(b); !ok {
-		return false
-	}
-	if p.Source, b, ok = readString(b); !ok {
 		return false
 	}
 	if len(b) < 16 {

@@ -43,13 +43,10 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	now := time.Now()
 	tok, account, refusal := policy.APIKey(req)
 	if refusal != nil {
-		// A malformed key is an authentication attempt all the same (spec §8).
-		if req.Headers.Has("authorization") {
-			if a, err := ledgerq.CountAttempt(env.Ledger, keys.HashClient(req.ClientAddr), s.AuthRateLimit, now); err == nil && a.RateLimited {
-				resp := policy.Error(429, CodeAuthRateLimited, "too many authentication attempts from this address")
-				resp.Headers.Set(policy.HRetryAfter, retryAfter(a.Window, now))
-				return resp
-			}
+		if a, limited := ledgerq.CountRefusedKey(env.Ledger, req, s.AuthRateLimit, now); limited {
+			resp := policy.Error(429, CodeAuthRateLimited, "too many authentication attempts from this address")
+			resp.Headers.Set(policy.HRetryAfter, retryAfter(a.Window, now))
+			return resp
 		}
 		return *refusal
 	}

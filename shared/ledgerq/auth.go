@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/keys"
 	"decisiongateway/shared/platform"
 )
 
@@ -95,21 +96,26 @@ func AuthorizeKey(l platform.Ledger, p *Principal, scope string, limit int, now 
 	return a, Rate{Limit: int64(limit), Count: res.Steps[count].First().AsInt(), Window: w}, nil
 }
 
-// CountAttempt counts one authentication attempt from a client address that
-// presented a key the platform could refuse without a lookup (malformed,
-// wrong scheme): it is an attempt all the same (spec §8), so guessing
-// malformed keys cannot go around the per-address limit. It reports whether
-// the address is over its limit.
-func CountAttempt(l platform.Ledger, ipHash string, limit int, now time.Time) (Auth, error) {
+// CountRefusedKey counts a request whose key was refused without a lookup
+// (malformed, wrong scheme) as an authentication attempt of its client
+// address all the same (spec §8), so guessing malformed keys cannot go
+// around the per-address limit. A request with no Authorization header
+// made no attempt. It reports whether the address is over its limit; a
+// ledger that cannot count leaves the refusal as it was.
+func CountRefusedKey(l platform.Ledger, req *abi.Request, limit int, now time.Time) (Auth, bool) {
+	if !req.Headers.Has("authorization") {
+		return Auth{}, false
+	}
 	if limit == 0 {
 		limit = DefaultAuthLimit
 	}
 	var x builder
 	w := WindowAt(now, time.Minute)
-	count := x.count("auth:"+ipHash, w, nil)
+	count := x.count("auth:"+keys.HashClient(req.ClientAddr), w, nil)
 	res, err := exec(l, &x)
 	if err != nil {
-		return Auth{}, err
+		return Auth{}, false
 	}
-	return Auth{Window: w, RateLimited: res.Steps[count].First().AsInt() > int64(limit)}, nil
+	a := Auth{Window: w, RateLimited: res.Steps[count].First().AsInt() > int64(limit)}
+	return a, a.RateLimited
 }

@@ -163,17 +163,6 @@ func fetched(r *abi.Resume) (*abi.FetchResponse, *Outcome) {
 	return r.Fetch, nil
 }
 
-// postJSON sends a JSON body to the upstream and waits for the answer, for
-// the calls a function still makes in line (model listings).
-func postJSON(env *platform.Env, url string, body []byte, timeoutMS uint32) (abi.FetchResponse, *Outcome) {
-	res := env.Do(&abi.Await{Fetch: jsonPost(url, body, timeoutMS)})
-	f, failed := fetched(&res)
-	if failed != nil {
-		return abi.FetchResponse{}, failed
-	}
-	return *f, nil
-}
-
 // Failure codes of upstream calls (schema/errors.md).
 const (
 	CodeUpstreamTimeout     = "upstream_timeout"

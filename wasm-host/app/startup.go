@@ -21,11 +21,14 @@ type Function struct {
 	name string
 	once sync.Once
 	load func() (*wrt.Function, error)
-	fn   *wrt.Function
-	err  error
-	// loaded is fn once loaded, read without waiting on once.
-	loaded atomic.Pointer[wrt.Function]
-	failed atomic.Bool
+	// done is what loading gave, set once; nil until then, so it can be
+	// read without waiting on once.
+	done atomic.Pointer[loaded]
+}
+
+type loaded struct {
+	fn  *wrt.Function
+	err error
 }
 
 func (a *App) loader(name string, wasm []byte) *Function {
@@ -43,25 +46,27 @@ func (a *App) loader(name string, wasm []byte) *Function {
 // Ready loads the module if no one has yet, and returns its pool.
 func (f *Function) Ready() (*wrt.Function, error) {
 	f.once.Do(func() {
-		f.fn, f.err = f.load()
-		f.loaded.Store(f.fn)
-		f.failed.Store(f.err != nil)
+		fn, err := f.load()
+		f.done.Store(&loaded{fn, err})
 	})
-	return f.fn, f.err
+	d := f.done.Load()
+	return d.fn, d.err
 }
 
 // Loaded reports whether the module is loaded and serving.
-func (f *Function) Loaded() bool { return f.loaded.Load() != nil }
+func (f *Function) Loaded() bool { d := f.done.Load(); return d != nil && d.fn != nil }
 
 // Failed reports whether loading the module was tried and failed.
-func (f *Function) Failed() bool { return f.failed.Load() }
+func (f *Function) Failed() bool { d := f.done.Load(); return d != nil && d.err != nil }
 
 // Handle serves req once the module is loaded. Loading is the host's cost,
 // not the function's: the request's deadline is moved by the time spent
 // waiting for it.
 func (f *Function) Handle(ctx context.Context, req *abi.Request) (abi.Response, error) {
-	fn := f.loaded.Load()
-	if fn == nil {
+	var fn *wrt.Function
+	if d := f.done.Load(); d != nil && d.fn != nil {
+		fn = d.fn
+	} else {
 		start := time.Now()
 		var err error
 		if fn, err = f.Ready(); err != nil {
@@ -78,9 +83,9 @@ func (f *Function) Handle(ctx context.Context, req *abi.Request) (abi.Response, 
 
 // Close closes the pool if the module was loaded.
 func (f *Function) Close() {
-	f.once.Do(func() { f.err = wrt.ErrUnavailable })
-	if f.fn != nil {
-		f.fn.Close()
+	f.once.Do(func() { f.done.Store(&loaded{err: wrt.ErrUnavailable}) })
+	if d := f.done.Load(); d.fn != nil {
+		d.fn.Close()
 	}
 }
 
