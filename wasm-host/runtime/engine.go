@@ -13,7 +13,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"decisiongateway/shared/abi"
@@ -202,7 +201,7 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		WithRandSource(rand.Reader).
 		WithStdout(out).
 		WithStderr(out)
-	mod, err := m.engine.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, mmapMemory), m.compiled, cfg)
+	mod, err := m.engine.rt.InstantiateModule(ctx, m.compiled, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: instantiate %s: %w", m.name, err)
 	}
