@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs what the console's browser tests need: Debian's Chromium (apt)
-# and playwright-core (npm, exact pin from functions/console/test's
-# package-lock.json; it downloads no browser of its own). Idempotent: when
-# both are in place it prints the path of Chromium and exits at once.
+# Installs what the console's browser tests need: Debian's Chromium (apt),
+# playwright-core (it downloads no browser of its own) and axe-core (the
+# accessibility rules), both npm packages pinned exactly in
+# functions/console/test's package-lock.json. Idempotent: when all are in
+# place it prints the path of Chromium and exits at once.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -13,8 +14,8 @@ apt_install chromium
 command -v node >/dev/null && command -v npm >/dev/null || apt_install nodejs npm
 
 want="$(cat "$DIR/package.json" "$DIR/package-lock.json" | sha256sum | cut -d' ' -f1)"
-if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ] || [ ! -d "$DIR/node_modules/playwright-core" ]; then
-  log "npm ci in functions/console/test (playwright-core)"
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ] || [ ! -d "$DIR/node_modules/playwright-core" ] || [ ! -f "$DIR/node_modules/axe-core/axe.min.js" ]; then
+  log "npm ci in functions/console/test (playwright-core, axe-core)"
   mkdir -p "$DG_CACHE/npm"
   (cd "$DIR" && npm ci --cache "$DG_CACHE/npm" --prefer-offline --no-audit --no-fund --loglevel=error >&2)
   echo "$want" > "$STAMP"

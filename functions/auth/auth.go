@@ -75,7 +75,8 @@ func signIn(env *platform.Env, req *abi.Request) abi.Response {
 // verify spends the link's token, signs the address in and sends the
 // browser to the console. Every outcome is a redirect, because the caller
 // is a person who clicked a link in a mail; the console reads the signin
-// query parameter to explain a failure.
+// query parameter to explain a failure, and ?welcome=N to greet an account
+// whose first verification this was with the N credits it was granted.
 func verify(env *platform.Env, req *abi.Request) abi.Response {
 	s := settings.Read(env.Config)
 	home := strings.TrimSuffix(s.Origin, "/") + "/"
@@ -87,9 +88,12 @@ func verify(env *platform.Env, req *abi.Request) abi.Response {
 	case !ok:
 		return redirect(home+"?signin=invalid", "")
 	}
-	_, secret, err := store.SignIn(email, int64(s.WelcomeCredits))
+	v, secret, err := store.SignIn(email, int64(s.WelcomeCredits))
 	if err != nil {
 		return redirect(home+"?signin=error", "")
+	}
+	if v.Granted > 0 {
+		home += "?welcome=" + strconv.FormatInt(v.Granted, 10)
 	}
 	return redirect(home, accounts.SessionSetCookie(&s, secret))
 }

@@ -43,7 +43,8 @@ func TestSignInLinkVerifiesOnceGrantsWelcomeOnceAndSetsSecureCookie(t *testing.T
 	}
 
 	r = h.Link(link)
-	if r.Status != 303 || r.Header.Get("Location") != origin+"/" || r.Header.Get("Referrer-Policy") != "no-referrer" {
+	// The first verification lands on the console with the grant to announce.
+	if r.Status != 303 || r.Header.Get("Location") != origin+"/?welcome=100" || r.Header.Get("Referrer-Policy") != "no-referrer" {
 		t.Fatalf("verify: %s %v", r, r.Header)
 	}
 	set := r.Header.Get("Set-Cookie")
@@ -71,7 +72,13 @@ func TestSignInLinkVerifiesOnceGrantsWelcomeOnceAndSetsSecureCookie(t *testing.T
 	if r := h.Link(link); r.Status != 303 || r.Header.Get("Location") != origin+"/?signin=invalid" || r.Header.Get("Set-Cookie") != "" {
 		t.Fatalf("second opening: %s %v", r, r.Header)
 	}
-	// A later sign-in grants nothing more.
+	// A later sign-in grants nothing more, and says so by saying nothing.
+	if r := signinRequest(h, "ada@example.com"); r.Status != 202 {
+		t.Fatalf("second sign-in request: %s", r)
+	}
+	if r := h.Link(h.LastLink("ada@example.com")); r.Status != 303 || r.Header.Get("Location") != origin+"/" {
+		t.Fatalf("second sign-in: %s %v", r, r.Header)
+	}
 	again := h.SignIn("ada@example.com")
 	if h.Account(again) != acct || h.Balance(acct) != 100 {
 		t.Fatalf("second sign-in: account %s balance %d", h.Account(again), h.Balance(acct))

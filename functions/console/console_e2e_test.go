@@ -12,7 +12,7 @@ func TestMain(m *testing.M) { consoletest.Main(m) }
 
 func TestHostServesTheConsoleWithNoStoreAndCSP(t *testing.T) {
 	h := consoletest.Start(t, "", nil)
-	for _, path := range []string{"/", "/console.js", "/json.js", "/console.css"} {
+	for _, path := range []string{"/", "/console.js", "/json.js", "/answers.js", "/chart.js", "/snippets.js", "/console.css"} {
 		r := h.Do("GET", path, "")
 		if r.Status != 200 || r.Header.Get("Cache-Control") != "no-store" || !strings.Contains(r.Header.Get("Content-Security-Policy"), "default-src 'none'") || r.Header.Get("X-Request-Id") == "" {
 			t.Errorf("%s: %d %v", path, r.Status, r.Header)

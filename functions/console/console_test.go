@@ -9,7 +9,8 @@ import (
 
 func TestAssetsCarryNoStoreAndCSP(t *testing.T) {
 	h := Handler()
-	for path, typ := range map[string]string{"/": "text/html", "/console.js": "text/javascript", "/json.js": "text/javascript", "/console.css": "text/css"} {
+	for path, typ := range map[string]string{"/": "text/html", "/console.js": "text/javascript", "/json.js": "text/javascript",
+		"/answers.js": "text/javascript", "/chart.js": "text/javascript", "/snippets.js": "text/javascript", "/console.css": "text/css"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
 		if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), typ) {

@@ -2,6 +2,9 @@
 // playground, on the /api/service endpoints of the same origin. Plain
 // DOM code: every server value is written with textContent, never as HTML.
 import { compact, pretty, getString, setString, JSONTextError } from './json.js';
+import { render } from './answers.js';
+import { drawChart, readable } from './chart.js';
+import { snippet } from './snippets.js';
 
 const $ = (id) => document.getElementById(id);
 const API = '/api/service';
@@ -43,8 +46,24 @@ async function call(method, path, body, headers = {}) {
   return { resp, text, data };
 }
 
+// HUMAN words the errors a person can meet in the console; the API's own
+// messages are written for programs (`send {"email": <address>} …`).
+const HUMAN = {
+  invalid_email: 'That does not look like an e-mail address. Check it and try again, for example name@example.com.',
+  signin_rate_limited: 'Too many sign-in links were asked for. Wait a few minutes, then try again.',
+  mail_failed: 'The sign-in mail could not be sent. Try again in a minute.',
+  mail_not_configured: 'This server sends no mail, so it cannot sign you in by e-mail. Ask its operator for access.',
+  invalid_key_name: 'A key name is 1 to 64 characters.',
+  key_limit_reached: 'You have the most active keys allowed. Revoke one you no longer use, then create the new one.',
+  key_creation_rate_limited: 'Too many keys created in the last minute. Wait a minute, then try again.',
+  key_not_found: 'That key no longer exists; the list is refreshed.',
+  ledger_unavailable: 'The server cannot reach its ledger just now. Try again in a moment.',
+  origin_not_allowed: 'The server refused a request from this address. Open the console at its configured address.',
+};
+
 function errorText(r) {
   const e = r.data && r.data.error;
+  if (e && HUMAN[e.code]) return HUMAN[e.code];
   return e ? `${e.message} (${e.code})` : `The server answered ${r.resp.status}.`;
 }
 
@@ -66,8 +85,15 @@ function cell(row, text, cls) {
 async function boot() {
   const params = new URLSearchParams(location.search);
   const signin = params.get('signin');
+  // ?welcome=N: the link just opened was this account's first sign-in,
+  // which granted N credits (functions/auth).
+  const welcome = params.get('welcome');
+  if (signin || welcome) history.replaceState(null, '', location.pathname);
+  if (/^[1-9][0-9]{0,15}$/.test(welcome || '')) {
+    $('welcome-credits').textContent = welcome;
+    $('welcome').hidden = false;
+  }
   if (signin) {
-    history.replaceState(null, '', location.pathname);
     status(signin === 'invalid' ? 'That sign-in link is invalid, already used or expired. Ask for a new one.' :
       'Sign-in failed because the server could not reach its ledger. Try again.', true);
   }
@@ -81,19 +107,31 @@ async function boot() {
   }
 }
 
+// signinError shows why the address was refused beside its field.
+function signinError(message) {
+  $('signin-error').textContent = message;
+  $('signin-email').setAttribute('aria-invalid', String(!!message));
+  if (message) $('signin-email').focus();
+}
+
+$('signin-email').addEventListener('input', () => signinError(''));
+
 $('signin-form').addEventListener('submit', async (ev) => {
   ev.preventDefault();
   const email = $('signin-email').value.trim();
-  if (!email) { status('Enter your e-mail address.', true); return; }
+  status('');
+  if (!email) { signinError('Enter your e-mail address.'); return; }
   const button = ev.submitter || $('signin-form').querySelector('button');
   button.disabled = true;
   try {
     const r = await call('POST', '/auth/signin', JSON.stringify({ email }));
     if (r.resp.status === 202) {
-      status('');
+      signinError('');
       $('signin-sent').hidden = false;
       $('signin-dev').hidden = !(r.data && r.data.devOutbox);
       $('signin-sent').focus();
+    } else if (r.data && r.data.error && r.data.error.code === 'invalid_email') {
+      signinError(errorText(r));
     } else {
       status(errorText(r), true);
     }
@@ -117,31 +155,45 @@ function showConsole(account) {
   loadKeys();
 }
 
+$('welcome-done').addEventListener('click', () => {
+  $('welcome').hidden = true;
+  $('tab-keys').focus();
+});
+
 // ---- tabs (WAI-ARIA tabs pattern: arrow keys move between tabs) --------
 
-const tabs = [...document.querySelectorAll('[role=tab]')];
-const loaders = { 'tab-keys': () => loadKeys(), 'tab-usage': () => loadUsage(), 'tab-playground': () => {} };
-
-function select(tab) {
-  for (const t of tabs) {
-    const on = t === tab;
-    t.setAttribute('aria-selected', String(on));
-    t.tabIndex = on ? 0 : -1;
-    $(t.getAttribute('aria-controls')).hidden = !on;
-  }
-  loaders[tab.id]();
+// tablist wires the tabs of list: a click or an arrow key selects a tab
+// and calls onSelect with it.
+function tablist(list, onSelect) {
+  const tabs = [...list.querySelectorAll('[role=tab]')];
+  const select = (tab) => {
+    for (const t of tabs) {
+      t.setAttribute('aria-selected', String(t === tab));
+      t.tabIndex = t === tab ? 0 : -1;
+    }
+    onSelect(tab);
+  };
+  tabs.forEach((t, i) => {
+    t.addEventListener('click', () => select(t));
+    t.addEventListener('keydown', (ev) => {
+      const moves = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 };
+      if (!(ev.key in moves)) return;
+      ev.preventDefault();
+      const next = tabs[(moves[ev.key] + tabs.length) % tabs.length];
+      next.focus();
+      select(next);
+    });
+  });
+  return select;
 }
 
-tabs.forEach((t, i) => {
-  t.addEventListener('click', () => select(t));
-  t.addEventListener('keydown', (ev) => {
-    const moves = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 };
-    if (!(ev.key in moves)) return;
-    ev.preventDefault();
-    const next = tabs[(moves[ev.key] + tabs.length) % tabs.length];
-    next.focus();
-    select(next);
-  });
+const loaders = { 'tab-keys': () => loadKeys(), 'tab-usage': () => loadUsage(), 'tab-playground': () => {} };
+
+tablist($('main-tabs'), (tab) => {
+  for (const t of $('main-tabs').querySelectorAll('[role=tab]')) $(t.getAttribute('aria-controls')).hidden = t !== tab;
+  // A message belongs to the section it came from: it does not follow.
+  status('');
+  loaders[tab.id]();
 });
 
 // ---- keys -------------------------------------------------------------
@@ -181,26 +233,43 @@ $('key-form').addEventListener('submit', async (ev) => {
   $('key-name').value = '';
   $('key-secret-name').textContent = r.data.name;
   $('key-secret-value').value = r.data.secret;
+  selectSnippet($('snippet-curl'));
   $('key-secret').hidden = false;
   $('key-secret-value').focus();
   $('key-secret-value').select();
   loadKeys();
 });
 
-$('key-copy').addEventListener('click', async () => {
-  const value = $('key-secret-value').value;
+// showSnippet writes the code of the selected language with the new key
+// in it (only ever into this page: see snippets.js).
+function showSnippet(tab) {
+  const lang = tab.id.replace('snippet-', '');
+  const s = snippet(lang, location.origin + '/v1', $('key-secret-value').value);
+  $('snippet-panel').setAttribute('aria-labelledby', tab.id);
+  $('snippet-panel').dataset.lang = lang;
+  $('snippet-note').textContent = s.note;
+  $('snippet-code').textContent = s.code;
+}
+const selectSnippet = tablist($('snippet-tabs'), showSnippet);
+
+async function copy(text, what, select) {
   try {
-    await navigator.clipboard.writeText(value);
-    status('Secret copied to the clipboard.');
+    await navigator.clipboard.writeText(text);
+    status(`${what} copied to the clipboard.`);
   } catch {
-    $('key-secret-value').select();
-    status('Copying was refused by the browser; the secret is selected, press Ctrl+C.', true);
+    select();
+    status(`Copying was refused by the browser; the ${what.toLowerCase()} is selected, press Ctrl+C.`, true);
   }
-});
+}
+
+$('key-copy').addEventListener('click', () => copy($('key-secret-value').value, 'Secret', () => $('key-secret-value').select()));
+$('snippet-copy').addEventListener('click', () => copy($('snippet-code').textContent, 'Snippet',
+  () => getSelection().selectAllChildren($('snippet-code'))));
 
 // Done forgets the secret: the console cannot show it again.
 $('key-done').addEventListener('click', () => {
   $('key-secret-value').value = '';
+  $('snippet-code').textContent = '';
   $('key-secret').hidden = true;
   $('key-name').focus();
 });
@@ -221,8 +290,9 @@ async function loadUsage() {
   if (!r.resp.ok) { status(errorText(r), true); return; }
   const u = r.data;
   $('balance').textContent = String(u.balance);
-  $('usage-window').textContent = `${u.window.from} to ${u.window.to}`;
-  drawChart(u.days);
+  $('usage-window').textContent = `${readable(u.window.from)} to ${readable(u.window.to)}`;
+  lastDays = u.days;
+  drawChart($('chart'), u.days);
   const body = $('requests-body');
   body.replaceChildren();
   for (const q of u.requests) {
@@ -240,40 +310,10 @@ async function loadUsage() {
   $('requests-empty').hidden = u.requests.length > 0;
 }
 
-const SVG = 'http://www.w3.org/2000/svg';
+let lastDays = null;
 
-function svg(name, attrs) {
-  const el = document.createElementNS(SVG, name);
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
-  return el;
-}
-
-// drawChart draws one bar per day (credits charged) with the day's figures
-// as the bar's title; the chart's label summarises it for screen readers.
-function drawChart(days) {
-  const chart = $('chart');
-  chart.replaceChildren();
-  const W = 620, H = 170, top = 10, bottom = 24, left = 10;
-  const max = Math.max(1, ...days.map((d) => d.credits));
-  const slot = (W - left * 2) / days.length;
-  chart.append(svg('line', { x1: left, x2: W - left, y1: H - bottom, y2: H - bottom, class: 'axis' }));
-  days.forEach((d, i) => {
-    const h = ((H - top - bottom) * d.credits) / max;
-    const bar = svg('rect', { x: left + i * slot + 2, y: H - bottom - h, width: Math.max(1, slot - 4), height: h, class: 'bar' });
-    const title = svg('title', {});
-    title.textContent = `${d.date}: ${d.credits} credits, ${d.requests} requests (${d.succeeded} succeeded, ${d.failed} failed)`;
-    bar.append(title);
-    chart.append(bar);
-  });
-  for (const i of [0, days.length - 1]) {
-    const label = svg('text', { x: left + i * slot + (i ? slot : 0), y: H - 6, 'text-anchor': i ? 'end' : 'start' });
-    label.textContent = days[i].date;
-    chart.append(label);
-  }
-  const total = days.reduce((s, d) => s + d.credits, 0);
-  const requests = days.reduce((s, d) => s + d.requests, 0);
-  chart.setAttribute('aria-label', `${total} credits charged over ${requests} requests in the last ${days.length} days; highest day ${max} credits.`);
-}
+// The chart is drawn at its pixel width: draw again when that changes.
+new ResizeObserver(() => { if (lastDays && !$('panel-usage').hidden) drawChart($('chart'), lastDays); }).observe($('chart'));
 
 // ---- playground -------------------------------------------------------
 
@@ -283,12 +323,22 @@ function bodyText() {
   return model ? setString(text, 'model', model) : text;
 }
 
+// pgError shows a problem with the typed request. What was on screen
+// before (a result, "Decision answered.") belongs to an earlier request
+// and goes, so nothing suggests this text was sent or answered.
+function pgError(message) {
+  $('pg-error').textContent = message;
+  if (!message) return;
+  status('');
+  $('pg-result').hidden = true;
+}
+
 $('pg-model').addEventListener('change', () => {
   try {
     $('pg-body').value = setString($('pg-body').value, 'model', $('pg-model').value.trim());
-    $('pg-error').textContent = '';
+    pgError('');
   } catch (e) {
-    $('pg-error').textContent = e.message;
+    pgError(`Not valid JSON: ${e.message}`);
   }
 });
 
@@ -302,16 +352,16 @@ $('pg-body').addEventListener('keydown', (ev) => {
 $('pg-format').addEventListener('click', () => {
   try {
     $('pg-body').value = pretty($('pg-body').value);
-    $('pg-error').textContent = '';
+    pgError('');
   } catch (e) {
-    $('pg-error').textContent = e.message;
+    pgError(`Not valid JSON: ${e.message}`);
   }
 });
 
 $('pg-reset').addEventListener('click', () => {
   $('pg-body').value = EXAMPLE;
   $('pg-model').value = '';
-  $('pg-error').textContent = '';
+  pgError('');
 });
 
 $('pg-form').addEventListener('submit', async (ev) => {
@@ -322,11 +372,12 @@ $('pg-form').addEventListener('submit', async (ev) => {
     const m = getString(sent, 'model');
     if (m !== undefined) $('pg-model').value = m;
   } catch (e) {
-    $('pg-error').textContent = e instanceof JSONTextError ? `Not valid JSON: ${e.message}` : String(e);
+    pgError(e instanceof JSONTextError ? `Not valid JSON: ${e.message}` : String(e));
     $('pg-body').focus();
     return;
   }
-  $('pg-error').textContent = '';
+  pgError('');
+  $('pg-result').hidden = true;
   const headers = {};
   const idem = $('pg-idem').value.trim();
   if (idem) headers['Idempotency-Key'] = idem;
@@ -345,8 +396,17 @@ $('pg-form').addEventListener('submit', async (ev) => {
     let shown = r.text;
     try { shown = pretty(r.text); } catch { /* show the text as it came */ }
     $('pg-answers').textContent = shown;
+    // A replay is the retained answer of an earlier request under the same
+    // Idempotency-Key: say so, or it reads as a fresh, free inference.
+    const replay = h('X-Idempotency-Replayed') === 'true';
+    $('pg-replay').hidden = !replay;
+    $('pg-replay-rid').textContent = h('X-Request-Id') || '';
+    let questions = {};
+    try { questions = JSON.parse(sent).questions || {}; } catch { /* drawn without the declared order */ }
+    $('pg-visual').hidden = !(r.resp.ok && render($('pg-charts'), r.data, questions));
     $('pg-result').hidden = false;
-    status(r.resp.ok ? 'Decision answered.' : 'The decision failed; see the result below.', !r.resp.ok);
+    status(!r.resp.ok ? 'The decision failed; see the result below.' :
+      replay ? 'Replayed: the retained answer of an earlier request, no credits charged.' : 'Decision answered.', !r.resp.ok);
   } finally {
     $('pg-send').disabled = false;
   }
