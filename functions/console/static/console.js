@@ -407,6 +407,9 @@ $('pg-form').addEventListener('submit', async (ev) => {
     $('pg-result').hidden = false;
     status(!r.resp.ok ? 'The decision failed; see the result below.' :
       replay ? 'Replayed: the retained answer of an earlier request, no credits charged.' : 'Decision answered.', !r.resp.ok);
+  } catch (e) {
+    // No answer proves nothing about the outcome (spec §7 rule 3).
+    status(`No answer came (${e.message}). The decision may still have run: check Usage, or resend with the same Idempotency-Key.`, true);
   } finally {
     $('pg-send').disabled = false;
   }

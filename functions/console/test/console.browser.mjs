@@ -249,7 +249,16 @@ async function main() {
   assert.equal(vendor.received.length, upstreamCalls, 'a replay calls no upstream');
   await check('07-playground-replay');
 
+  step('no answer at all is said to prove nothing');
+  await page.route('**/api/service/playground', (r) => r.abort('connectionreset'));
+  await page.getByRole('button', { name: 'Send decision' }).click();
+  await page.locator('#status').getByText('No answer came').waitFor();
+  assert.equal(await page.locator('#pg-result').isVisible(), false, 'no earlier result stands in for the lost one');
+  await page.unroute('**/api/service/playground');
+
   step('a JSON error clears the earlier result and banner');
+  await page.getByRole('button', { name: 'Send decision' }).click();
+  await page.locator('#status').getByText('Replayed').waitFor();
   await page.getByLabel('Idempotency-Key (optional)').fill('');
   await editor.fill('{"state": "s", "questions": ');
   await page.getByRole('button', { name: 'Send decision' }).click();
@@ -307,10 +316,10 @@ async function main() {
   assert.equal((await after.json()).signedIn, false, 'the old cookie is dead server-side');
   await check('11-signed-out');
 
-  // Chromium reports the refused address's 400 as a console error: the
-  // one expected line.
-  const refused = /^Failed to load resource: the server responded with a status of 400/;
-  assert.equal(problems.filter((p) => refused.test(p)).length, 1, 'one refused request');
+  // Chromium reports the refused address's 400 and the cut connection as
+  // console errors: the two expected lines.
+  const refused = /^Failed to load resource: (the server responded with a status of 400|net::ERR_CONNECTION_RESET)/;
+  assert.equal(problems.filter((p) => refused.test(p)).length, 2, `the refused and the cut request: ${problems}`);
   assert.deepEqual(problems.filter((p) => !refused.test(p)), [], 'no script errors or CSP violations');
   console.log(`    checked at ${DESKTOP.width} and ${PHONE.width} px: ${checked.length} states; snippets run: ${ran.join(', ')}`);
 }
