@@ -198,8 +198,17 @@ tablist($('main-tabs'), (tab) => {
 
 // ---- keys -------------------------------------------------------------
 
+// newest(name) numbers a load; stale(name, n) is true once a later load
+// of the same list has started, so a slow earlier answer cannot overwrite
+// a newer one (a quick Usage, Playground, Usage).
+const loads = {};
+const newest = (name) => (loads[name] = (loads[name] || 0) + 1);
+const stale = (name, n) => loads[name] !== n;
+
 async function loadKeys() {
+  const n = newest('keys');
   const r = await call('GET', '/keys');
+  if (stale('keys', n)) return;
   if (r.resp.status === 401) return signedOut();
   if (!r.resp.ok) { status(errorText(r), true); return; }
   $('keys-max').textContent = r.data.maxActive;
@@ -285,7 +294,9 @@ async function revokeKey(k) {
 // ---- usage ------------------------------------------------------------
 
 async function loadUsage() {
+  const n = newest('usage');
   const r = await call('GET', '/usage');
+  if (stale('usage', n)) return;
   if (r.resp.status === 401) return signedOut();
   if (!r.resp.ok) { status(errorText(r), true); return; }
   const u = r.data;

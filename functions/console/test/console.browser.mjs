@@ -22,9 +22,9 @@ import { existsSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { accessibility, cleanups, outboxLink, overflow, startGateway, startVendor } from './harness.mjs';
+import { accessibility, cleanups, outboxLink, overflow, repositoryRoot, startGateway, startVendor } from './harness.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const root = repositoryRoot(path.dirname(fileURLToPath(import.meta.url)));
 const gatewayBin = process.env.GATEWAY_BIN || path.join(root, 'bin/gateway');
 const artifacts = path.resolve(root, process.env.ARTIFACTS || 'test-artifacts/console');
 const PRECISE = '0.1000000000000000055511151231257827';
@@ -271,9 +271,12 @@ async function main() {
 
   step('see the usage update: chart with axis values and dates');
   await page.getByRole('tab', { name: 'Usage' }).click();
+  // The newest request: the Usage tab was opened before it, and that
+  // earlier, stale listing already holds the first one.
+  await page.locator('#requests-body').getByText(original).waitFor();
   await page.locator('#requests-body').getByText(requestId).waitFor();
   const charged = ran.length + 3 + 3; // a credit per snippet run, three per fresh playground decision
-  assert.equal(await page.locator('#balance').textContent(), String(100 - charged), 'balance after the API call, the snippets and the playground calls');
+  assert.equal(await page.locator('#balance').textContent(), String(100 - charged), 'balance after the snippets and the playground calls');
   assert.equal(await page.locator('#chart rect').count(), 30, 'one bar per day');
   assert.match(await page.locator('#chart').getAttribute('aria-label'), new RegExp(`^${charged} credits charged over ${ran.length + 2} requests`));
   const values = (await page.locator('#chart text:not(.date)').allTextContents()).map(Number);

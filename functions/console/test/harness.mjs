@@ -4,13 +4,22 @@
 // page checks every state of the console gets (no sideways scrolling,
 // axe-core's accessibility rules).
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 
 export const cleanups = [];
+
+// repositoryRoot is the nearest folder at or above dir with a go.mod, so
+// the test does not depend on how deep the console sits in the tree.
+export function repositoryRoot(dir) {
+  for (let d = dir; ; d = path.dirname(d)) {
+    if (existsSync(path.join(d, 'go.mod'))) return d;
+    if (d === path.dirname(d)) throw new Error(`no go.mod above ${dir}`);
+  }
+}
 
 function freePort() {
   return new Promise((resolve, reject) => {
