@@ -145,22 +145,28 @@ func startProcess(t *testing.T, ledgerURL, upstream string, env ...string) *proc
 	return p
 }
 
-// start runs the gateway and waits until it is ready for decisions.
+// start runs the gateway and waits until it is ready for decisions. It
+// may be called from any goroutine: a failure fails the test without
+// stopping it.
 func (p *process) start() {
 	p.t.Helper()
 	p.cmd = exec.Command(testenv.Binary(p.t), "serve")
 	p.cmd.Env = p.env
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
 	if err := p.cmd.Start(); err != nil {
-		p.t.Fatal(err)
+		p.t.Error(err)
+		return
 	}
-	waitFor(p.t, "the gateway to be ready", func() bool {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		resp, err := http.Get("http://" + p.addr + "/readyz")
 		if err == nil {
 			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
 		}
-		return err == nil && resp.StatusCode == 200
-	})
+	}
+	p.t.Error("the gateway was not ready within 30 s")
 }
 
 // kill stops the gateway at once, as a crash or an OOM kill would.
