@@ -59,7 +59,13 @@ type Option func(*Client)
 // WithHTTPClient sends requests through hc (its Transport, proxies, TLS);
 // its Timeout, if any, limits each attempt. The default is a client of its
 // own with http.DefaultTransport.
-func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) {
+		if hc != nil {
+			c.http = hc
+		}
+	}
+}
 
 // WithAttempts limits the requests one call may send, the first included
 // (default 8). Waits for request_in_progress count, since each resend uses

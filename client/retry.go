@@ -42,9 +42,10 @@ type backoff struct{ base, limit time.Duration }
 
 // wait returns the wait after the n-th attempt (n ≥ 1).
 func (b backoff) wait(n int) time.Duration {
-	d := b.limit
-	if n-1 < 32 && b.base<<(n-1) > 0 && b.base<<(n-1) < b.limit {
-		d = b.base << (n - 1)
+	d := b.base
+	for i := 1; i < n && d < b.limit; i++ {
+		d *= 2
 	}
+	d = min(d, b.limit)
 	return d/2 + rand.N(d/2+1)
 }
