@@ -13,12 +13,15 @@ import (
 )
 
 func main() {
-	base := os.Getenv("DECISION_BASE_URL") // e.g. http://127.0.0.1:8787/v1
+	base := os.Getenv("DECISION_BASE_URL")
+	if base == "" {
+		base = "http://127.0.0.1:8787/v1" // the base URL includes /v1
+	}
 	c, err := client.New(base, os.Getenv("DECISION_API_KEY"))
 	if err != nil {
 		log.Fatal(err)
 	}
-	// The deadline bounds every attempt and wait; retries reuse one key.
+	// The deadline bounds the whole call: every attempt and every wait.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d, err := c.Decide(ctx, client.Request{
