@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -58,6 +59,13 @@ func serve(log *slog.Logger, args []string) error {
 		return err
 	}
 	srv := a.HTTPServer()
+	if cfg.MetricsAddr != "" {
+		msrv, err := serveMetrics(a, cfg.MetricsAddr, log)
+		if err != nil {
+			return err
+		}
+		defer msrv.Close()
+	}
 	log.Info("serving", "addr", "http://"+ln.Addr().String(), "ledger", redactURL(cfg.LedgerURL), "upstream_kind", cfg.UpstreamKind, "functions", len(a.Functions), "dev", *dev)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -75,6 +83,20 @@ func serve(log *slog.Logger, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// serveMetrics answers the host's metrics on a listener of their own
+// (GATEWAY_METRICS_ADDR), to every client that reaches it: the operator
+// binds it where only scrapers do (a private interface, a pod's port).
+func serveMetrics(a *app.App, addr string, log *slog.Logger) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("GATEWAY_METRICS_ADDR=%q: %w", addr, err)
+	}
+	srv := &http.Server{Handler: a.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	go srv.Serve(ln)
+	log.Info("serving metrics", "addr", "http://"+ln.Addr().String()+app.MetricsPath)
+	return srv, nil
 }
 
 // startDev marks the configuration as a development host and starts what a
