@@ -42,7 +42,8 @@ func (a *App) observe(version string) {
 // attachReleases adds the release table's families to the metrics.
 func (a *App) attachReleases() { a.Metrics.AddText(a.Releases.WritePrometheus) }
 
-// pools lists the built modules' pools that have loaded.
+// pools lists the built modules' pools that have loaded, labelled with
+// their versions as the release families are.
 func (a *App) pools() []metrics.Pool {
 	var out []metrics.Pool
 	for _, name := range functionNames(routes.Table) {
@@ -51,7 +52,7 @@ func (a *App) pools() []metrics.Pool {
 			continue
 		}
 		fn, _ := f.Ready()
-		out = append(out, metrics.Pool{Function: name, Stats: fn.Stats()})
+		out = append(out, metrics.Pool{Function: name, Version: f.version, Stats: fn.Stats()})
 	}
 	return out
 }

@@ -10,15 +10,21 @@ import (
 	"decisiongateway/wasm-host/runtime"
 )
 
-// Pool is one function's instance pool as a scrape sees it.
+// Pool is one instance pool as a scrape sees it: a function's module
+// version (function@sha, as in the release families) and its counters.
 type Pool struct {
-	Function string
-	Stats    runtime.Stats
+	Function, Version string
+	Stats             runtime.Stats
 }
 
 // poolCollector reads the pools' counters at scrape time: the pools keep
-// them as atomics already, so serving a request costs nothing more.
-type poolCollector struct{ pools func() []Pool }
+// them as atomics already, so serving a request costs nothing more. Its
+// sources are the host's built modules and, as the release table may add,
+// the versions it runs besides.
+type poolCollector struct {
+	mu      sync.Mutex
+	sources []func() []Pool
+}
 
 var poolDescs = struct {
 	size, inUse, idle, peak, awaiting, created, discarded, recycled *prometheus.Desc
@@ -34,24 +40,34 @@ var poolDescs = struct {
 }
 
 func poolDesc(name, help string) *prometheus.Desc {
-	return prometheus.NewDesc(name, help, []string{"function"}, nil)
+	return prometheus.NewDesc(name, help, []string{"function", "version"}, nil)
 }
 
-// WatchPools adds the pools that pools returns at each scrape.
-func (h *Host) WatchPools(pools func() []Pool) error {
-	return h.reg.Register(poolCollector{pools})
+// WatchPools adds the pools that pools returns at each scrape. A version
+// must come from one source only.
+func (h *Host) WatchPools(pools func() []Pool) {
+	h.pools.mu.Lock()
+	h.pools.sources = append(h.pools.sources, pools)
+	h.pools.mu.Unlock()
 }
 
-func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	d := poolDescs
 	for _, x := range []*prometheus.Desc{d.size, d.inUse, d.idle, d.peak, d.awaiting, d.created, d.discarded, d.recycled} {
 		ch <- x
 	}
 }
 
-func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	d := poolDescs
-	for _, p := range c.pools() {
+	c.mu.Lock()
+	sources := c.sources[:len(c.sources):len(c.sources)]
+	c.mu.Unlock()
+	var pools []Pool
+	for _, source := range sources {
+		pools = append(pools, source()...)
+	}
+	for _, p := range pools {
 		s := p.Stats
 		for _, m := range []struct {
 			desc *prometheus.Desc
@@ -67,7 +83,7 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 			{d.discarded, prometheus.CounterValue, float64(s.Discarded)},
 			{d.recycled, prometheus.CounterValue, float64(s.Recycled)},
 		} {
-			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.v, p.Function)
+			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.v, p.Function, p.Version)
 		}
 	}
 }

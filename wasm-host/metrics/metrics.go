@@ -60,6 +60,8 @@ type Host struct {
 	// series, resolved once.
 	routes map[*routes.Route]routeSeries
 
+	pools *poolCollector
+
 	mu    sync.Mutex
 	texts []func(io.Writer)
 }
@@ -81,7 +83,7 @@ var statusText = func() (s [1000]string) {
 // New returns a registry with the host families, Go runtime and process
 // collectors, and build_info labelled with version.
 func New(table []routes.Route, version string) *Host {
-	h := &Host{reg: prometheus.NewRegistry(), routes: map[*routes.Route]routeSeries{}}
+	h := &Host{reg: prometheus.NewRegistry(), routes: map[*routes.Route]routeSeries{}, pools: &poolCollector{}}
 	h.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gateway_http_requests_total",
 		Help: "Requests answered, by route (METHOD pattern, or unrouted), status and error code (X-Service-Error-Code; empty on success).",
@@ -123,7 +125,7 @@ func New(table []routes.Route, version string) *Host {
 		ConstLabels: prometheus.Labels{"version": version},
 	})
 	info.Set(1)
-	h.reg.MustRegister(h.requests, h.duration, h.charged, h.refused, h.upstream, h.upstreamDur, h.ledgerDur, h.ledgerFail, info,
+	h.reg.MustRegister(h.pools, h.requests, h.duration, h.charged, h.refused, h.upstream, h.upstreamDur, h.ledgerDur, h.ledgerFail, info,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for i := range table {
 		r := &table[i]

@@ -100,6 +100,9 @@ func TestWrongCommandLinesExit2(t *testing.T) {
 		{[]string{"admin", "usage", "--since", "yesterday"}, nil, `--since "yesterday"`},
 		{[]string{"admin", "revoke"}, nil, "usage: gateway admin revoke KEY_ID"},
 		{[]string{"routes", "extra"}, nil, "routes takes no arguments"},
+		{[]string{"serve", "--bogus"}, nil, "flag provided but not defined: -bogus"},
+		{[]string{"release", "nosuch", "decide"}, nil, `unknown command "release nosuch"`},
+		{[]string{"release"}, nil, "release needs a subcommand"},
 		{[]string{"version"}, []string{"GATEWAY_LOG_LEVEL=loud"}, "GATEWAY_LOG_LEVEL"},
 	} {
 		out, errOut, code := cliRun(t, c.env, c.args...)

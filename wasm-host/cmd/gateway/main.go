@@ -67,7 +67,7 @@ var commands = []command{
 	{name: "admin key", args: "EMAIL [NAME]", brief: "like session, then a new API key; its secret on the last line",
 		run: withLedger(adminKey)},
 	{name: "release", args: "status|canary|promote|rollback …", brief: "roll a function's module out to a share of callers, promote or roll back (`gateway release --help`)",
-		run: func(c *cli, args []string) error { return release(args, c.out) }},
+		run: runRelease},
 	{name: "routes", brief: "print the route table as JSON (for the Workers generator)",
 		run: func(c *cli, args []string) error {
 			return noArgs(args, "routes", func() error {
@@ -154,6 +154,21 @@ func slicesEqual(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// runRelease checks the release subcommand against the release usage,
+// whose lines name every one, so a typo exits 2 like any other, then runs
+// it (release.go).
+func runRelease(c *cli, args []string) error {
+	if len(args) == 0 {
+		return wrong("release needs a subcommand")
+	}
+	for _, line := range strings.Split(releaseUsage, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "gateway" && f[1] == "release" && f[2] == args[0] {
+			return release(args, c.out)
+		}
+	}
+	return &usageError{msg: fmt.Sprintf("unknown command %q", "release "+args[0])}
 }
 
 // named is what the caller meant as a command name: the first word, and

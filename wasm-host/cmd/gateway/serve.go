@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -24,8 +25,12 @@ import (
 func serve(log *slog.Logger, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	dev := fs.Bool("dev", false, "run the built-in upstream emulator and keep a mail outbox")
+	fs.SetOutput(io.Discard) // main prints the usage of a wrong command line
 	if err := fs.Parse(args); err != nil {
-		return err
+		return wrong("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return wrong("serve takes no arguments, got %q", fs.Args())
 	}
 	cfg, err := hostconfig.FromEnv()
 	if err != nil {

@@ -110,3 +110,15 @@ func read(t *testing.T, h *hosttest.Host) scrape {
 
 // moved is how much series changed from before to after.
 func moved(before, after scrape, series string) float64 { return after[series] - before[series] }
+
+// sum adds the series whose names start with prefix: every version of a
+// function, say.
+func (s scrape) sum(prefix string) float64 {
+	total := 0.0
+	for name, v := range s {
+		if strings.HasPrefix(name, prefix) {
+			total += v
+		}
+	}
+	return total
+}

@@ -106,16 +106,11 @@ func TestMetricsMoveAsRequestsAreServed(t *testing.T) {
 			if moved(before, after, `gateway_ledger_batch_duration_seconds_count{}`) < float64(2*(statuses[200]+1)+1) {
 				t.Errorf("ledger batches moved by %v for %v decisions", moved(before, after, `gateway_ledger_batch_duration_seconds_count{}`), statuses)
 			}
-			if after[`gateway_pool_size{function="decide"}`] != 8 || after[`gateway_pool_instances_created_total{function="decide"}`] < 1 {
-				t.Errorf("decide pool: size %v, created %v", after[`gateway_pool_size{function="decide"}`], after[`gateway_pool_instances_created_total{function="decide"}`])
+			decidePool := `{function="decide",version="decide@`
+			if after.sum(`gateway_pool_size`+decidePool) != 8 || after.sum(`gateway_pool_instances_created_total`+decidePool) < 1 {
+				t.Errorf("decide pool: size %v, created %v", after.sum(`gateway_pool_size`+decidePool), after.sum(`gateway_pool_instances_created_total`+decidePool))
 			}
-			versioned := 0
-			for name, v := range after {
-				if strings.HasPrefix(name, `gateway_function_requests_total{function="decide",`) {
-					versioned += int(v)
-				}
-			}
-			if versioned != statuses[200]+2 {
+			if versioned := int(after.sum(`gateway_function_requests_total{function="decide",`)); versioned != statuses[200]+2 {
 				t.Errorf("release table counted %d decide requests, want %d", versioned, statuses[200]+2)
 			}
 		})
@@ -148,11 +143,12 @@ func TestMetricsShowADecisionAwaitingItsUpstream(t *testing.T) {
 		want      float64
 		whenLabel string
 	}{
-		{during, `gateway_pool_requests_awaiting{function="decide"}`, 1, "while the upstream answers"},
-		{during, `gateway_pool_instances_in_use{function="decide"}`, 0, "while the upstream answers"},
-		{after, `gateway_pool_requests_awaiting{function="decide"}`, 0, "after"},
+		{during, `gateway_pool_requests_awaiting{function="decide",`, 1, "while the upstream answers"},
+		{during, `gateway_pool_instances_in_use{function="decide",`, 0, "while the upstream answers"},
+		{during, `gateway_pool_size{function="decide",`, 8, "while the upstream answers"},
+		{after, `gateway_pool_requests_awaiting{function="decide",`, 0, "after"},
 	} {
-		if got := c.s[c.series]; got != c.want {
+		if got := c.s.sum(c.series); got != c.want {
 			t.Errorf("%s %s: %v, want %v", c.series, c.whenLabel, got, c.want)
 		}
 	}
