@@ -1,13 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -113,5 +119,49 @@ func TestWrongCommandLinesExit2(t *testing.T) {
 	// Right command line, no ledger: the command fails (1), naming why.
 	if _, errOut, code := cliRun(t, nil, "admin", "accounts"); code != 1 || !strings.Contains(errOut, "admin migrate") {
 		t.Errorf("admin accounts without a ledger: exit %d, %q", code, errOut)
+	}
+}
+
+// `serve` with GATEWAY_METRICS_ADDR answers the metrics on that listener
+// to any client, labelled with the version --version prints.
+func TestServeAnswersMetricsOnTheirOwnListener(t *testing.T) {
+	dir := t.TempDir()
+	if out, ok := gateway(t, dir, nil, "admin", "migrate"); !ok {
+		t.Fatalf("admin migrate:\n%s", out)
+	}
+	version, _, _ := cliRun(t, nil, "--version")
+	cmd := exec.Command(testenv.Binary(t), "serve")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SERVICE_ADDR=127.0.0.1:0", "GATEWAY_METRICS_ADDR=127.0.0.1:0",
+		"GATEWAY_FUNCTIONS_DIR=" + filepath.Join(testenv.Root(t), "build", "functions"), "GATEWAY_DATA_DIR=" + t.TempDir()}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	var addr string
+	lines := bufio.NewScanner(stderr)
+	for addr == "" && lines.Scan() {
+		var l struct{ Msg, Addr string }
+		if json.Unmarshal(lines.Bytes(), &l) == nil && l.Msg == "serving metrics" {
+			addr = l.Addr
+		}
+	}
+	go io.Copy(io.Discard, stderr)
+	if addr == "" {
+		t.Fatal("serve never logged its metrics address")
+	}
+	resp, err := http.Get(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := `gateway_build_info{version="` + strings.Fields(version)[1] + `"} 1`
+	if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
+		t.Errorf("metrics listener: %d, want %q in\n%s", resp.StatusCode, want, body)
 	}
 }
