@@ -21,7 +21,7 @@ build: gateway functions
 
 gateway:
 	@mkdir -p bin
-	$(GO) build -o bin/gateway ./wasm-host/cmd/gateway
+	$(GO) build -ldflags "-X decisiongateway/wasm-host/buildinfo.Revision=$$(git describe --always --dirty 2>/dev/null)" -o bin/gateway ./wasm-host/cmd/gateway
 
 functions:
 	@bash scripts/build-functions.sh
