@@ -113,6 +113,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		Engine: eng, Ledger: a.Ledger, DataDir: cfg.DataDir, PoolSize: cfg.PoolSize,
 		Grace: cfg.RequestTimeout + 5*time.Second, Log: log,
 		ClientAddr: a.client().Of,
+		Abandon:    a.abandon,
 	})
 	handlers := map[string]server.Handler{}
 	for _, name := range functionNames(routes.Table) {

@@ -25,6 +25,18 @@ func (a *App) Sweep(ctx context.Context, now time.Time) (int64, error) {
 	return ledgerq.Reconcile(hostLedger{ctx, a}, "", now)
 }
 
+// abandon settles the attempt of a request whose module stopped without
+// answering (canary.Options.Abandon): refunded now, not after its lease.
+func (a *App) abandon(ctx context.Context, requestID string) {
+	settled, err := ledgerq.Abandon(hostLedger{ctx, a}, requestID, "module_failed", time.Now())
+	switch {
+	case err != nil:
+		a.Log.Warn("attempt of a failed request not settled; the sweeper will", "request", requestID, "error", err.Error())
+	case settled:
+		a.Log.Info("attempt of a failed request refunded", "request", requestID)
+	}
+}
+
 // StartSweeper runs Sweep every interval until ctx ends. Every host may run
 // one: the batch is atomic and settles an attempt at most once.
 func (a *App) StartSweeper(ctx context.Context, every time.Duration) {
