@@ -183,3 +183,35 @@ func TestQueueWaitIsNotFunctionTime(t *testing.T) {
 		t.Errorf("queue histogram holds %d requests, want 8", last.Count)
 	}
 }
+
+// TestTrappedRequestIsAbandonedAtOnce: when a module stops without
+// answering (a trap), the host hands the request's id to Abandon before it
+// answers, so the attempt the module may have reserved is refunded now
+// (ledgerq.Abandon) rather than after its lease; a module that answers,
+// even with a 500, settled its own attempt and is left alone.
+func TestTrappedRequestIsAbandonedAtOnce(t *testing.T) {
+	var mu sync.Mutex
+	var abandoned []string
+	h := startHostOn(t, "file:"+t.TempDir()+"/ledger.db", func(_ context.Context, id string) {
+		mu.Lock()
+		abandoned = append(abandoned, id)
+		mu.Unlock()
+	})
+	h.canary(t, 0, wideOpen)
+	if r := h.asAccount(t, "/error", account(1), "X-Gateway-Version", "canary"); r.status != 500 {
+		t.Fatalf("/error answered %d", r.status)
+	}
+	mu.Lock()
+	if len(abandoned) != 0 {
+		t.Fatalf("an answered 500 was abandoned: %v", abandoned)
+	}
+	mu.Unlock()
+	if r := h.asAccount(t, "/trap", account(1), "X-Gateway-Version", "canary"); r.status != 500 {
+		t.Fatalf("/trap answered %d", r.status)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(abandoned) != 1 || abandoned[0] == "" {
+		t.Fatalf("abandoned %v after one trap, want its request id once", abandoned)
+	}
+}
