@@ -259,13 +259,19 @@ func refuse(env *platform.Env, r *ledgerq.Reservation, account string, now time.
 }
 
 // replay answers with a retained success (spec §3.1): its status, body and
-// allowed headers, the original request id, and nothing charged.
+// allowed headers, the original request id, and nothing charged. A record
+// retained by an earlier build, in an earlier envelope format, replays as
+// legacy-cache (spec §4.8, §9.8; ledgerq.EnvelopeFormat).
 func replay(k *ledgerq.Retained) abi.Response {
 	resp := abi.Response{Status: k.Status, Body: k.Body}
 	resp.Headers = append(resp.Headers, k.Headers...)
 	resp.Headers.Set(policy.HRequestID, k.RequestID)
 	resp.Headers.Set("x-idempotency-replayed", "true")
-	resp.Headers.Set(policy.HResponseMode, k.Mode)
+	mode := k.Mode
+	if k.Format < ledgerq.EnvelopeFormat {
+		mode = ledgerq.ModeLegacyCache
+	}
+	resp.Headers.Set(policy.HResponseMode, mode)
 	resp.Headers.Set(policy.HServiceCredits, "0")
 	return resp
 }

@@ -46,6 +46,9 @@ type Retained struct {
 	Headers   abi.Headers
 	Body      []byte
 	Mode      string
+	// Format is the replay envelope's format the record was written in
+	// (EnvelopeFormatOf); only set when read.
+	Format int
 }
 
 // Reservation is the result of ReserveDecision.
@@ -189,6 +192,7 @@ func readRecord(s *abi.StepResult, fingerprint string) (Outcome, Retained) {
 		Headers:   DecodeHeaders(row[4].AsString()),
 		Body:      row[5].Bytes,
 		Mode:      row[6].AsString(),
+		Format:    EnvelopeFormatOf(row[4].AsString()),
 	}
 }
 
