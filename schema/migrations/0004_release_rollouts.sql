@@ -24,7 +24,7 @@ CREATE TABLE release_samples (
   function        TEXT NOT NULL,
   sha256          TEXT NOT NULL,
   since           INTEGER NOT NULL,
-  at              INTEGER NOT NULL,              -- unix seconds, a multiple of 10
+  at              INTEGER NOT NULL,              -- unix seconds: a multiple of 10 (hosts) or any second (Workers)
   requests        INTEGER NOT NULL DEFAULT 0,    -- every request, 4xx included
   errors          INTEGER NOT NULL DEFAULT 0,    -- platform and function 5xx, traps, timeouts
   client_errors   INTEGER NOT NULL DEFAULT 0,    -- 4xx: neither good nor bad, left out of the error rate

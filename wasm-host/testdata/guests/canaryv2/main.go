@@ -6,7 +6,8 @@
 // back: /trap panics (a trap in the module), /error answers a 500 of its own.
 // /slow answers correctly but only after tens of milliseconds of work, the
 // regression a latency check has to catch; /bad answers 400, as a build that
-// refuses valid requests would.
+// refuses valid requests would. The header X-Test-Behaviour: trap|error|bad|slow
+// asks for the same on any path.
 package main
 
 import (
@@ -23,7 +24,11 @@ func init() { guest.Serve(handle) }
 func main() {}
 
 func handle(env *platform.Env, req *abi.Request) abi.Response {
-	switch req.Path {
+	path := req.Path
+	if b := req.Headers.Get("x-test-behaviour"); b != "" {
+		path = "/" + b // the same failures on a routed path (Workers route before the module)
+	}
+	switch path {
 	case "/trap":
 		var m map[string]int
 		m["boom"] = 1 // nil map write: a Go panic, a trap in the module
