@@ -44,3 +44,9 @@ CREATE TABLE release_failures (
   failed_at INTEGER NOT NULL,                    -- unix seconds
   PRIMARY KEY (function, sha256)
 );
+
+-- A canary started before this migration becomes a one-step rollout whose
+-- window starts with it, with no admission limit (it was already serving),
+-- gated: judged and rolled back if it fails, but promoted only by an
+-- operator, as it would have been.
+UPDATE releases SET step_since = canary_since, steps = CAST(canary_bp AS TEXT) || '!' WHERE canary_sha IS NOT NULL;

@@ -215,3 +215,57 @@ func TestTrappedRequestIsAbandonedAtOnce(t *testing.T) {
 		t.Fatalf("abandoned %v after one trap, want its request id once", abandoned)
 	}
 }
+
+// TestClientErrorsDoNotDiluteTheErrorRate: a canary that answers 400 to
+// four requests in five and 500 to the fifth has a 20% failure rate if
+// 4xx count as good answers — under this release's 30% bound. 4xx are left
+// out of the rate, so its rate is 4 errors of 4 judged, and it fails.
+func TestClientErrorsDoNotDiluteTheErrorRate(t *testing.T) {
+	h := startHost(t)
+	policy := canary.Policy{MaxErrorRate: 0.3, MinSamples: 20, MaxLatencyRatio: 1.5}
+	v2 := h.canary(t, 5000, policy)
+	onCanary := 0
+	for i := range 200 {
+		path := "/bad"
+		if i%5 == 0 {
+			path = "/error"
+		}
+		if r := h.asAccount(t, path, account(i)); r.version == v2.Label() {
+			onCanary++
+		}
+	}
+	d := tick(t, h)
+	if len(d) != 1 || d[0].Action != "rollback" || !strings.Contains(d[0].Reason, "error rate 100.0%") {
+		t.Fatalf("analysis decided %+v after %d canary requests, want a rollback at a 100%% error rate", d, onCanary)
+	}
+	t.Logf("decision: %s", d[0].Reason)
+}
+
+// TestGatedStepHoldsUntilAdvanced: a step written "50!" that passed is
+// held: its admission limit is lifted (every caller assigned to the canary
+// gets it, judged continuously), and only `release advance` promotes it.
+func TestGatedStepHoldsUntilAdvanced(t *testing.T) {
+	h := startHost(t)
+	steps, err := canary.ParseSteps("50!")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := h.rollout(t, canary.Rollout{Steps: steps, Policy: canary.Policy{MaxErrorRate: 0.05, MinSamples: 10, MaxLatencyRatio: 3}})
+	for i := range 100 {
+		h.asAccount(t, "/ok", account(i))
+	}
+	for range 2 {
+		d := tick(t, h)
+		if len(d) != 1 || d[0].Action != "hold" || !strings.Contains(d[0].Reason, "release advance") {
+			t.Fatalf("analysis decided %+v, want a hold for the gate", d)
+		}
+	}
+	onCanary, _ := exposure(t, []*host{h}, "/ok", 0, 100, v2)
+	if onCanary < 30 {
+		t.Fatalf("%d of 100 callers reached the held 50%% canary; its admission limit (10) should be lifted", onCanary)
+	}
+	st, err := h.store.Advance(context.Background(), function)
+	if err != nil || st.CanarySHA != "" || st.StableSHA != v2.SHA256 {
+		t.Fatalf("advance past the gate: %+v, %v; want %s promoted", st, err, v2.Label())
+	}
+}
