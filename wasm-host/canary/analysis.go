@@ -159,6 +159,9 @@ type Decision struct {
 // Every change is conditional on the step it judged, so hosts analysing at
 // once act once. Hosts call it on every poll; tests call it to drive ticks.
 func (s *Store) Analyze(ctx context.Context) ([]Decision, error) {
+	if err := s.prune(ctx); err != nil {
+		return nil, fmt.Errorf("release samples not pruned: %w", err)
+	}
 	states, err := s.Load(ctx)
 	if err != nil {
 		return nil, err
@@ -207,6 +210,24 @@ func (s *Store) analyzeOne(ctx context.Context, st State) (Decision, error) {
 	}
 	d.Action = "promote"
 	return d, s.promoteStep(ctx, st, "automatic: "+d.Reason)
+}
+
+// Samples are kept for sampleRetention, so `release status` shows a week of
+// windows; each process that analyses prunes older ones at most once per
+// pruneEvery.
+const (
+	sampleRetention = 7 * 24 * time.Hour
+	pruneEvery      = time.Hour
+)
+
+func (s *Store) prune(ctx context.Context) error {
+	now := s.now()
+	if last := s.pruned.Load(); last != 0 && now.Sub(time.Unix(last, 0)) < pruneEvery {
+		return nil
+	}
+	s.pruned.Store(now.Unix())
+	_, err := s.exec(ctx, abi.Statement{SQL: "DELETE FROM release_samples WHERE at < ?", Args: []abi.Value{abi.Int64(now.Add(-sampleRetention).Unix())}})
+	return err
 }
 
 // stepIs is the condition every analysis write carries: the row still holds

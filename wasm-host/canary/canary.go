@@ -12,17 +12,27 @@
 //     callers onto the canary. A request header pins a version for smoke
 //     tests.
 //   - canary.go: Release, the server.Handler of one function. It counts
-//     every request per version and rolls the canary back by itself once
-//     its error rate passes the release's bound after a minimum number of
-//     requests.
-//   - store.go: the desired state, kept in the ledger (table releases), so
-//     every host of a fleet serves the same release and an operator changes
-//     it with `gateway release …` while hosts run.
+//     every request per version (function time and queue wait apart) and,
+//     while a rollout step has not been judged, gives a caller the canary
+//     only with one of the step's fleet-wide admissions.
+//   - rollout.go: the plan (steps, gates, pause) and the Policy a step is
+//     judged by.
+//   - samples.go: each host's outcome counts, written to the ledger
+//     (release_samples) on every tick, so the analysis sees the fleet.
+//   - analysis.go: what counts as an error, the verdict of a step against
+//     stable over the same window, and Analyze, which any host runs on
+//     every tick and which steps, promotes or rolls back, once.
+//   - store.go, store_rollout.go: the desired state, kept in the ledger
+//     (table releases), so every host of a fleet serves the same release
+//     and an operator changes it with `gateway release …` while hosts run;
+//     the admissions, the failed versions and the history.
+//   - external.go: the same analysis for rollouts the hosts do not route
+//     (Workers: `workers release watch`).
 //   - table.go: the host side: loads module versions (from
 //     GATEWAY_DATA_DIR/releases or the ledger), keeps a warm pool per
-//     version, and applies the ledger's state every few seconds.
-//   - http.go: the X-Function-Version header on every response and the
-//     loopback-only metrics endpoint GET /_gateway/metrics.
+//     version, and ticks every few seconds: flush, analyse, apply.
+//   - http.go, metrics.go: the X-Function-Version header on every response
+//     and the loopback-only metrics endpoint GET /_gateway/metrics.
 package canary
 
 import (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"decisiongateway/shared/abi"
@@ -63,6 +64,7 @@ var ErrNothing = errors.New("nothing to do")
 type Store struct {
 	ledger Ledger
 	now    func() time.Time
+	pruned atomic.Int64 // unix seconds of the last sample pruning (analysis.go)
 }
 
 // NewStore returns a Store on l.
