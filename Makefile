@@ -49,7 +49,7 @@ test-go:
 ## test-browser: the console in headless Chromium (Playwright); screenshots in test-artifacts/console/
 test-browser: build
 	@bash scripts/install-browser.sh >/dev/null
-	cd functions/console/test && node --test json.test.mjs && node console.browser.mjs
+	cd console/test && node --test json.test.mjs && node console.browser.mjs
 
 ## bench: the benchmarks the issues name, each against its baseline in the same run
 bench: tools build

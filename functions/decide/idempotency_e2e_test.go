@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/testenv"
 )
 
 func TestReplayReturnsRetainedAnswerWithoutNewInference(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"decisiongateway/functions/console"
+	"decisiongateway/console"
 	"decisiongateway/shared/abi"
 	"decisiongateway/wasm-host/canary"
 	"decisiongateway/wasm-host/egress"

@@ -4,25 +4,14 @@ import (
 	"context"
 	"time"
 
-	"decisiongateway/shared/abi"
 	"decisiongateway/shared/ledgerq"
 )
-
-// hostLedger lets host-side code run the same batches functions run.
-type hostLedger struct {
-	ctx context.Context
-	a   *App
-}
-
-func (l hostLedger) Exec(b *abi.Batch) (abi.BatchResult, error) {
-	return l.a.Ledger.Exec(l.ctx, b), nil
-}
 
 // Sweep settles every decision attempt whose lease ended before now (its
 // host died or could not settle): failed, refunded, its idempotency key
 // failed. It returns how many it settled.
 func (a *App) Sweep(ctx context.Context, now time.Time) (int64, error) {
-	return ledgerq.Reconcile(hostLedger{ctx, a}, "", now)
+	return ledgerq.Reconcile(a.Ledger.Bind(ctx), "", now)
 }
 
 // StartSweeper runs Sweep every interval until ctx ends. Every host may run

@@ -8,23 +8,12 @@ import (
 	"slices"
 	"strconv"
 
-	"decisiongateway/shared/abi"
 	"decisiongateway/shared/accounts"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/settings"
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/ledger"
 )
-
-// hostLedger lets host code run the same typed batches as the functions:
-// shared/accounts speaks platform.Ledger, and this adapts the host's
-// executor to it (as runtime.NativeEnv does for handlers).
-type hostLedger struct {
-	ctx context.Context
-	e   *ledger.Executor
-}
-
-func (h hostLedger) Exec(b *abi.Batch) (abi.BatchResult, error) { return h.e.Exec(h.ctx, b), nil }
 
 // adminAccounts runs the account commands of the operator interface
 // (ARCHITECTURE.md). Each prints what it did, and the one value automation
@@ -35,7 +24,7 @@ func (h hostLedger) Exec(b *abi.Batch) (abi.BatchResult, error) { return h.e.Exe
 //	                           with --create, an unknown address gets a new unverified account
 //	admin key EMAIL [NAME]     like session, then an API key; its secret last
 func adminAccounts(ctx context.Context, cfg *hostconfig.Config, led *ledger.Executor, out io.Writer, args []string) error {
-	store := accounts.New(hostLedger{ctx, led})
+	store := accounts.New(led.Bind(ctx))
 	welcome := int64(settings.Read(cfg).WelcomeCredits)
 	switch args[0] {
 	case "session":

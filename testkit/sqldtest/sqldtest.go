@@ -8,7 +8,7 @@ package sqldtest
 
 import (
 	"context"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/testenv"
 	"fmt"
 	"net"
 	"net/http"
