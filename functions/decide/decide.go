@@ -15,6 +15,7 @@ import (
 	"decisiongateway/shared/ledgerq"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
+	"decisiongateway/shared/pricing"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/upstream"
 	"decisiongateway/shared/validate"
@@ -75,7 +76,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	if err != nil {
 		return fail(400, "invalid_request", err.Error())
 	}
-	cost := int64(canon.Cost(len(d.parsed.Questions), len(canonical)))
+	cost := pricing.Cost(len(d.parsed.Questions), len(canonical))
 
 	// Authorise and reserve: one ledger round trip.
 	now := time.Now()
