@@ -66,11 +66,7 @@ func (h *handler) edgeRun(w http.ResponseWriter, r *http.Request) {
 		produced += int64(len(a.probs) + 2)
 	}
 	out.Close(']')
-	out.Key("usage")
-	out.Open('{')
-	out.FieldInt("input_tokens", countWords(body))
-	out.FieldInt("output_tokens", produced)
-	out.Close('}')
+	writeUsage(&out, body, produced)
 	out.Close('}')
 	out.FieldBool("success", true)
 	out.Key("errors")

@@ -45,11 +45,7 @@ func (h *handler) vendorService(w http.ResponseWriter, r *http.Request) {
 		produced += int64(len(a.probs) + 2)
 	}
 	out.Close('}')
-	out.Key("usage")
-	out.Open('{')
-	out.FieldInt("input_tokens", countWords(body))
-	out.FieldInt("output_tokens", produced)
-	out.Close('}')
+	writeUsage(&out, body, produced)
 	out.Close('}')
 	w.Header().Set("X-Vendor-Request-Id", h.requestID())
 	writeJSON(w, http.StatusOK, out.B)
@@ -112,4 +108,15 @@ func (h *handler) vendorModels(w http.ResponseWriter, r *http.Request) {
 	out.Close('}')
 	w.Header().Set("X-Vendor-Request-Id", h.requestID())
 	writeJSON(w, http.StatusOK, out.B)
+}
+
+// writeUsage writes the vendor shape's usage member (the edge binding's
+// answer carries the same one): input words as tokens, and what was
+// produced.
+func writeUsage(w *jsonw.Writer, body []byte, produced int64) {
+	w.Key("usage")
+	w.Open('{')
+	w.FieldInt("input_tokens", countWords(body))
+	w.FieldInt("output_tokens", produced)
+	w.Close('}')
 }
