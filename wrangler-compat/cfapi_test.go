@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/testenv"
 )
 
 // cloudflare is a stand-in for the part of the Cloudflare API that

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/routes"
-	"decisiongateway/wasm-host/testenv"
 )
 
 // TestDeployDryRunChecksEveryWorkerAndItsSize generates the deployable

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/ledger"
-	"decisiongateway/wasm-host/sqldtest"
-	"decisiongateway/wasm-host/testenv"
 )
 
 // TestWorkersCanaryIsJudgedFromTheLedger is the Workers side of issue 14,

@@ -3,6 +3,7 @@ package ledgerq
 import (
 	"time"
 
+	"decisiongateway/shared/batch"
 	"decisiongateway/shared/platform"
 )
 
@@ -15,19 +16,19 @@ import (
 // version of the function it landed (wasm-host/canary). It reports whether
 // it settled anything; an attempt already settled is left as it is.
 func Abandon(l platform.Ledger, requestID, code string, now time.Time) (bool, error) {
-	var x builder
+	var x batch.Builder
 	at, id := num(now.Unix()), str(requestID)
 	const pending = `SELECT id FROM requests WHERE id = ? AND state = 'pending'`
-	x.add(`INSERT INTO credit_entries (account_id, delta, kind, request_id, created_at)
+	x.Add(`INSERT INTO credit_entries (account_id, delta, kind, request_id, created_at)
 SELECT account_id, cost, 'refund', id, ? FROM requests WHERE id = ? AND state = 'pending'`, nil, at, id)
-	x.add(`UPDATE accounts SET balance = balance + (SELECT cost FROM requests WHERE id = ? AND state = 'pending')
+	x.Add(`UPDATE accounts SET balance = balance + (SELECT cost FROM requests WHERE id = ? AND state = 'pending')
 WHERE id = (SELECT account_id FROM requests WHERE id = ? AND state = 'pending')`, nil, id, id)
-	x.add(`UPDATE idempotency SET state = 'failed' WHERE state = 'pending' AND request_id IN (`+pending+`)`, nil, id)
-	done := x.add(`UPDATE requests SET state = 'failed', error_code = ?, finished_at = ? WHERE id = ? AND state = 'pending'`,
+	x.Add(`UPDATE idempotency SET state = 'failed' WHERE state = 'pending' AND request_id IN (`+pending+`)`, nil, id)
+	done := x.Add(`UPDATE requests SET state = 'failed', error_code = ?, finished_at = ? WHERE id = ? AND state = 'pending'`,
 		nil, str(code), at, id)
-	res, err := exec(l, &x)
+	res, err := x.Run(l)
 	if err != nil {
 		return false, err
 	}
-	return res.Steps[done].RowsAffected > 0, nil
+	return res[done].RowsAffected > 0, nil
 }

@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"decisiongateway/functions/console"
+	"decisiongateway/console"
 	"decisiongateway/shared/abi"
 	"decisiongateway/wasm-host/buildinfo"
 	"decisiongateway/wasm-host/canary"

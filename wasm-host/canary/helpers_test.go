@@ -14,13 +14,13 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
+	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/canary"
 	"decisiongateway/wasm-host/ledger"
 	"decisiongateway/wasm-host/routes"
 	"decisiongateway/wasm-host/runtime"
 	"decisiongateway/wasm-host/server"
-	"decisiongateway/wasm-host/sqldtest"
-	"decisiongateway/wasm-host/testenv"
 )
 
 // function is the name the two test builds are released under.

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"decisiongateway/testkit/hosttest"
+	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/canary"
-	"decisiongateway/wasm-host/hosttest"
-	"decisiongateway/wasm-host/testenv"
 )
 
 // TestReleaseCommandsApplyToRunningHostsWithoutRestart runs two real hosts
