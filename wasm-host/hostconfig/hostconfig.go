@@ -29,6 +29,10 @@ type Config struct {
 	RequestTimeout time.Duration
 	FunctionsDir   string
 	Dev            bool
+	// Modules is which build of the functions the host runs: "abi" (the
+	// host ABI, TinyGo) or "socket" (self-sufficient modules with sockets,
+	// schema/socket.md).
+	Modules string
 
 	// Origin is SERVICE_ORIGIN, checked to be an origin a browser sends.
 	Origin string
@@ -73,7 +77,7 @@ func From(getenv func(string) string) (*Config, error) {
 		MailURL:        getenv("MAIL_URL"),
 		MailAPIKey:     getenv("MAIL_API_KEY"),
 		DataDir:        or(getenv("GATEWAY_DATA_DIR"), ".data"),
-		FunctionsDir:   or(getenv("GATEWAY_FUNCTIONS_DIR"), "build/functions"),
+		Modules:        or(getenv("GATEWAY_MODULES"), ModulesABI),
 		PoolSize:       8,
 		RequestTimeout: 60 * time.Second,
 		Origin:         or(getenv("SERVICE_ORIGIN"), "http://127.0.0.1:8787"),
@@ -87,6 +91,9 @@ func From(getenv func(string) string) (*Config, error) {
 		plain: map[string]string{},
 	}
 	if err := checkOrigin(c.Origin); err != nil {
+		return nil, err
+	}
+	if err := c.checkModules(getenv("GATEWAY_FUNCTIONS_DIR")); err != nil {
 		return nil, err
 	}
 	switch c.UpstreamKind {
