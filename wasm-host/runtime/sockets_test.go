@@ -72,8 +72,8 @@ func TestSocketBuildStoppedByDeadline(t *testing.T) {
 	defer close(hang)
 	f, _ := newSocketFunction(t, 1, "UPSTREAM_URL="+srv.URL)
 	for _, req := range []abi.Request{
-		{Path: "/spin", Query: "n=0"},                                                 // computing
-		{Path: "/sleep", Query: "ms=600000"},                                          // waiting on a timer
+		{Path: "/spin", Query: "n=0"},                                                    // computing
+		{Path: "/sleep", Query: "ms=600000"},                                             // waiting on a timer
 		{Path: "/fetch", Headers: abi.Headers{{Name: "x-target", Value: srv.URL + "/"}}}, // waiting on a socket
 	} {
 		before := f.Stats().Discarded
