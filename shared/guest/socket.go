@@ -20,6 +20,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	_ "github.com/stealthrocket/net/http" // http.DefaultTransport dials with sock_open/sock_connect
@@ -79,6 +80,7 @@ func handle(ptr, n uint32) uint64 {
 	if err != nil {
 		resp = abi.Response{Status: 400, Body: []byte(err.Error())}
 	} else {
+		started = time.Now()
 		env.Logger.(*lineLogger).requestID = req.RequestID
 		resp = Run(&env, handler, &req)
 	}
@@ -104,11 +106,23 @@ func Run(env *platform.Env, h platform.Handler, req *abi.Request) abi.Response {
 	return resp
 }
 
-// deadline bounds one call the module makes: the request's deadline, which
-// the host also enforces by stopping the instance.
+// started is when the current request reached the module.
+var started time.Time
+
+// deadline bounds one ledger batch: the request's deadline, which a host
+// may also enforce by stopping the instance.
 func deadline() (context.Context, context.CancelFunc) {
 	s := settings.Read(env.Config)
-	return context.WithTimeout(context.Background(), s.RequestTimeout)
+	return context.WithDeadline(context.Background(), started.Add(s.RequestTimeout))
+}
+
+// upstreamDeadline bounds an outbound call: the request's deadline less the
+// margin the function keeps to settle (Settings.UpstreamTimeout), counted
+// from the request's start, not the call's, so that a slow reservation
+// cannot push the call past the host's deadline and leave it unsettled.
+func upstreamDeadline() (context.Context, context.CancelFunc) {
+	s := settings.Read(env.Config)
+	return context.WithDeadline(context.Background(), started.Add(s.UpstreamTimeout()))
 }
 
 // The ledger and egress client are made on first use, from the environment
@@ -148,7 +162,7 @@ func client() *egress.Client {
 type socketTransport struct{}
 
 func (socketTransport) Fetch(r *abi.FetchRequest) (abi.FetchResponse, error) {
-	ctx, cancel := deadline()
+	ctx, cancel := upstreamDeadline()
 	defer cancel()
 	return client().Fetch(ctx, r), nil
 }
@@ -159,7 +173,7 @@ func (socketModel) Run(r *abi.AIRequest) (abi.AIResponse, error) {
 	if os.Getenv("UPSTREAM_KIND") != settings.KindEdge {
 		return abi.AIResponse{ErrKind: abi.FetchErrDenied, ErrMsg: "no model binding configured"}, nil
 	}
-	ctx, cancel := deadline()
+	ctx, cancel := upstreamDeadline()
 	defer cancel()
 	return client().RunAI(ctx, os.Getenv("UPSTREAM_URL"), r), nil
 }

@@ -42,7 +42,7 @@ func Start(t testing.TB, env map[string]string) *Host {
 		"GATEWAY_FUNCTIONS_DIR": filepath.Join(testenv.Root(t), "build", "functions"),
 		"GATEWAY_DATA_DIR":      t.TempDir(),
 	}
-	socket := os.Getenv("TEST_MODULES") == "socket"
+	socket := SocketBuild() || env["GATEWAY_MODULES"] == "socket"
 	if _, set := env["LIBSQL_URL"]; !set && (os.Getenv("TEST_LEDGER") == "sqld" || socket) {
 		e["LIBSQL_URL"] = sqldtest.Start(t)
 	}
