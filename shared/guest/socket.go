@@ -233,4 +233,3 @@ func (l *lineLogger) Log(rec *abi.LogRecord) {
 // LogPrefix starts every log line the module writes, so a host tells them
 // from anything else on stderr (a panic's trace).
 const LogPrefix = "gateway-log "
-
