@@ -1,8 +1,6 @@
 package app
 
 import (
-	"path/filepath"
-
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/runtime"
 )
@@ -10,7 +8,7 @@ import (
 // engineOptions: the socket build (GATEWAY_MODULES=socket) runs its modules
 // with sockets and their environment.
 func engineOptions(cfg *hostconfig.Config) runtime.Options {
-	o := runtime.Options{CacheDir: filepath.Join(cfg.DataDir, "wazero-cache")}
+	o := runtime.Options{CacheDir: cfg.CacheDir}
 	if cfg.Modules == hostconfig.ModulesSocket {
 		o.Sockets = &runtime.Sockets{Environ: cfg.ModuleEnviron()}
 	}

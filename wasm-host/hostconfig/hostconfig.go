@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	FunctionsDir   string
 	Dev            bool
+	// CacheDir is wazero's compilation cache (GATEWAY_CACHE_DIR, by default
+	// DataDir/wazero-cache).
+	CacheDir string
 	// Modules is which build of the functions the host runs: "abi" (the
 	// host ABI, TinyGo) or "socket" (self-sufficient modules with sockets,
 	// schema/socket.md).
@@ -96,6 +100,7 @@ func From(getenv func(string) string) (*Config, error) {
 	if err := c.checkModules(getenv("GATEWAY_FUNCTIONS_DIR")); err != nil {
 		return nil, err
 	}
+	c.CacheDir = or(getenv("GATEWAY_CACHE_DIR"), filepath.Join(c.DataDir, "wazero-cache"))
 	switch c.UpstreamKind {
 	case "", "vendor", "edge", "router":
 	default:

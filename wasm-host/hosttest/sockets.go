@@ -22,10 +22,9 @@ func useSocketBuild(t testing.TB, e, env map[string]string) {
 	if _, set := env["GATEWAY_FUNCTIONS_DIR"]; !set {
 		e["GATEWAY_FUNCTIONS_DIR"] = filepath.Join(root, "build", "functions-socket")
 	}
-	// One data folder for every test, so wazero compiles each 14 MB module
-	// once (its compilation cache) rather than once a test. Released
-	// modules are kept there by hash, so sharing it changes nothing else.
-	if _, set := env["GATEWAY_DATA_DIR"]; !set {
-		e["GATEWAY_DATA_DIR"] = filepath.Join(root, "build", "test-data-socket")
+	// One compilation cache for every test, so wazero compiles each 14 MB
+	// module once rather than once a test (or a package).
+	if _, set := env["GATEWAY_CACHE_DIR"]; !set {
+		e["GATEWAY_CACHE_DIR"] = filepath.Join(root, "build", "test-data-socket", "wazero-cache")
 	}
 }
