@@ -23,8 +23,6 @@ import (
 	"time"
 	"unsafe"
 
-	_ "github.com/stealthrocket/net/http" // http.DefaultTransport dials with sock_open/sock_connect
-
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/settings"
