@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"decisiongateway/wasm-host/hosttest"
+	"decisiongateway/testkit/hosttest"
 )
 
 // barrier answers valid decisions only once n requests are waiting on it at

@@ -12,8 +12,8 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/wasm-host/runtime"
-	"decisiongateway/wasm-host/sqldtest"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 )
 
 // BenchmarkSocketBuild sets the socket build (schema/socket.md) against the

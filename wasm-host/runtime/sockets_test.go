@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/sqldtest"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 )
 
 // newSocketFunction runs the socket build of the test guest

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/testenv"
 )
 
 // useSocketBuild runs the host on the socket build (TEST_MODULES=socket,
