@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/runtime"
 	"decisiongateway/testkit/sqldtest"
 	"decisiongateway/testkit/testenv"
+	"decisiongateway/wasm-host/runtime"
 )
 
 // BenchmarkSocketBuild sets the socket build (schema/socket.md) against the
