@@ -1,7 +1,8 @@
 // Package hosttest starts the real wazero host (real modules from
 // build/functions, real ledger) behind an httptest server, for end-to-end
 // tests in any package. Only what lives outside — the vendor, router, model
-// binding, mail — is faked, by the tests themselves.
+// binding, mail — is faked, by the tests themselves. Every answer is also
+// validated against the OpenAPI document (wasm-host/openapi/check).
 package hosttest
 
 import (
@@ -16,6 +17,7 @@ import (
 	"decisiongateway/wasm-host/app"
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/ledger"
+	"decisiongateway/wasm-host/openapi/check"
 	"decisiongateway/wasm-host/sqldtest"
 	"decisiongateway/wasm-host/testenv"
 )
@@ -66,7 +68,11 @@ func Start(t testing.TB, env map[string]string) *Host {
 	}
 	// The host's own http.Server settings (header and idle timeouts, header
 	// size), so tests with real sockets meet what `gateway serve` runs.
-	srv := httptest.NewUnstartedServer(a.Handler())
+	// Every answer to a documented operation is checked against the served
+	// OpenAPI document; registered before the server's cleanup, its report
+	// runs after the last request is answered.
+	handler := check.Middleware(t, a.Handler())
+	srv := httptest.NewUnstartedServer(handler)
 	srv.Config = a.HTTPServer()
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); a.Close(context.Background()) })
