@@ -61,7 +61,7 @@ func TestDocumentIsValidOpenAPI31(t *testing.T) {
 
 type document struct {
 	Paths map[string]map[string]struct {
-		XFunction string         `json:"x-function"`
+		XFunction string           `json:"x-function"`
 		Security  []map[string]any `json:"security"`
 		Responses map[string]struct {
 			Headers map[string]struct {
@@ -191,5 +191,18 @@ func TestDecisionHeadersOfSpec48(t *testing.T) {
 				t.Errorf("POST %s: no response documents %s", path, h)
 			}
 		}
+	}
+}
+
+// The validator is not a rubber stamp: a document that breaks the OpenAPI
+// 3.1 schema is refused.
+func TestValidatorRefusesABrokenDocument(t *testing.T) {
+	_, doc := generate(t)
+	broken := bytes.Replace(doc, []byte(`"scheme": "bearer"`), []byte(`"scheme": 7`), 1)
+	if bytes.Equal(broken, doc) {
+		t.Fatal("the mutation found nothing to change")
+	}
+	if _, err := check.New(broken); err == nil {
+		t.Fatal("a security scheme with a numeric scheme was accepted")
 	}
 }
