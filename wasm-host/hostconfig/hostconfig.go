@@ -6,6 +6,7 @@ package hostconfig
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"net/url"
 	"os"
@@ -42,6 +43,9 @@ type Config struct {
 	BodyTimeout       time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
+	// MetricsAddr (GATEWAY_METRICS_ADDR), when set, is a listener of its
+	// own that serves the metrics to any client (README, "Observability").
+	MetricsAddr string
 
 	// plain holds the settings modules may read (see Get).
 	plain map[string]string
@@ -147,6 +151,10 @@ func From(getenv func(string) string) (*Config, error) {
 			return nil, errors.New("GATEWAY_FORWARDED_HEADER is set but GATEWAY_TRUSTED_PROXIES is not: no forwarded header is read without trusted proxies")
 		}
 	}
+	if _, err := LogLevel(getenv("GATEWAY_LOG_LEVEL")); err != nil {
+		return nil, err
+	}
+	c.MetricsAddr = getenv("GATEWAY_METRICS_ADDR")
 	if v := getenv("SERVICE_IDEMPOTENCY_TTL"); v != "" {
 		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
 			return nil, fmt.Errorf("SERVICE_IDEMPOTENCY_TTL=%q: want a Go duration such as 24h", v)
@@ -263,4 +271,21 @@ func or(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// LogLevel reads GATEWAY_LOG_LEVEL: debug, info (the default, also for an
+// empty value), warn or error, in any case. At info the host logs a line
+// per request; at warn only answers it failed to give (5xx) and what
+// went wrong; at debug also what functions log at debug.
+func LogLevel(v string) (slog.Level, error) {
+	var l slog.Level
+	if v == "" {
+		return slog.LevelInfo, nil
+	}
+	switch strings.ToLower(v) {
+	case "debug", "info", "warn", "error":
+		l.UnmarshalText([]byte(v))
+		return l, nil
+	}
+	return 0, fmt.Errorf("GATEWAY_LOG_LEVEL=%q: want debug, info, warn or error", v)
 }
