@@ -195,7 +195,8 @@ func Build(src Source) ([]byte, error) {
 			"description": "Generated from the route table and the error codes (wasm-host/openapi); do not edit schema/openapi.json by hand. " +
 				"Every platform error has the body {\"error\":{\"code\",\"message\"}} and the headers X-Service-Error-Source: platform and X-Service-Error-Code; " +
 				"errors forwarded from the upstream keep its status and body and carry X-Service-Error-Source: upstream. " +
-				"Classify by X-Service-Error-Code and X-Service-Error-Source, never by message text (spec §7).",
+				"Classify by X-Service-Error-Code and X-Service-Error-Source, never by message text (spec §7). " +
+				"x-error-codes lists every code with its status; idempotency_expired (410), named by the spec, is never sent: a key past its retention starts a new, billed operation (schema/errors.md).",
 		},
 		"servers": []any{map[string]any{"url": "/", "description": "The gateway's origin; the decision paths include /v1."}},
 		"paths":   paths,
