@@ -161,8 +161,12 @@ func (b builder) schemas(errs []ErrorCode) map[string]any {
 			obj([]string{"type", "noul"}, map[string]any{"type": map[string]any{"const": "noul"},
 				"noul": map[string]any{"type": "number", "minimum": 0, "maximum": 1}}),
 		}},
+		// The spec leaves the entries' types open (§2.5) and the vendor's
+		// list comes back as sent: only the shape is promised.
 		"ModelList": obj([]string{"models"}, map[string]any{"models": arr(obj([]string{"name"}, map[string]any{
-			"name": str, "description": nullable("string"), "release_date": nullable("string")}))}),
+			"name":         map[string]any{"description": "The model's name; a string on the edge catalog."},
+			"description":  map[string]any{"description": "As the upstream gives it."},
+			"release_date": map[string]any{"description": "As the upstream gives it; null on the edge catalog."}}))}),
 		"Config": obj([]string{"contract", "status", "ready", "defaultModel", "upstream", "welcomeCredits", "billingAvailable", "docsUrl", "rateLimitPerMinute", "limits"}, map[string]any{
 			"contract":     map[string]any{"const": Version},
 			"status":       map[string]any{"type": "string", "enum": []any{"ready", "no_upstream", "ledger_unavailable"}},
