@@ -45,7 +45,7 @@ test: tools build vet test-go test-browser
 test-go:
 	$(GO) test -count=1 -timeout 20m ./...
 	# The end-to-end suites again, each test on its own real sqld.
-	TEST_LEDGER=sqld $(GO) test -count=1 -timeout 20m ./functions/... ./wasm-host/e2e/... ./wasm-host/app/ ./client/
+	TEST_LEDGER=sqld $(GO) test -count=1 -timeout 20m ./functions/... ./console/... ./wasm-host/e2e/... ./wasm-host/app/ ./client/
 	# The validator's agreement with encoding/json/v2's jsontext (seed corpus
 	# of the fuzz test) needs the jsonv2 experiment in Go 1.26.
 	GOEXPERIMENT=jsonv2 $(GO) test -count=1 ./shared/validate/
@@ -53,7 +53,7 @@ test-go:
 ## test-browser: the console in headless Chromium (Playwright); screenshots in test-artifacts/console/
 test-browser: build
 	@bash scripts/install-browser.sh >/dev/null
-	cd functions/console/test && node --test json.test.mjs && node console.browser.mjs
+	cd console/test && node --test json.test.mjs && node console.browser.mjs
 
 ## bench: the benchmarks the issues name, each against its baseline in the same run
 bench: tools build

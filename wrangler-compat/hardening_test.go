@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"decisiongateway/schema"
-	"decisiongateway/wasm-host/sqldtest"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 )
 
 // echoingVendor plays the vendor API, answering decisionBody; the state

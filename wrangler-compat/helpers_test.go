@@ -25,8 +25,8 @@ import (
 	"testing"
 	"time"
 
+	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/routes"
-	"decisiongateway/wasm-host/testenv"
 )
 
 // startTimeout bounds how long a server may take to answer its first

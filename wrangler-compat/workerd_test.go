@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"decisiongateway/shared/policy"
-	"decisiongateway/wasm-host/sqldtest"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 )
 
 // upstreamKey is given to both hosts as UPSTREAM_API_KEY. It must never

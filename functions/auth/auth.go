@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"decisiongateway/console/gate"
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/accounts"
 	"decisiongateway/shared/jsonw"
@@ -38,27 +39,27 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 
 func signIn(env *platform.Env, req *abi.Request) abi.Response {
 	s := settings.Read(env.Config)
-	if r, ok := accounts.CheckOrigin(&s, req); !ok {
+	if r, ok := gate.CheckOrigin(&s, req); !ok {
 		return r
 	}
-	email, ok := accounts.StringField(req.Body, "email")
+	email, ok := gate.StringField(req.Body, "email")
 	if !ok {
-		return policy.Error(400, accounts.CodeInvalidRequest, `send a JSON object {"email": <address>}`)
+		return policy.Error(400, gate.CodeInvalidRequest, `send a JSON object {"email": <address>}`)
 	}
 	mailURL := env.Config.Get("MAIL_URL")
 	if mailURL == "" {
-		return policy.Error(503, accounts.CodeMailNotConfigured, "this deployment sends no mail; an operator can open a session with `gateway admin session EMAIL`")
+		return policy.Error(503, gate.CodeMailNotConfigured, "this deployment sends no mail; an operator can open a session with `gateway admin session EMAIL`")
 	}
 	store := accounts.New(env.Ledger)
-	token, err := store.RequestSignIn(email, accounts.ClientHash(req))
+	token, err := store.RequestSignIn(email, gate.ClientHash(req))
 	if err != nil {
-		return accounts.Failure(err)
+		return gate.Failure(err)
 	}
 	to, _ := accounts.NormalizeEmail(email)
 	link := strings.TrimSuffix(s.Origin, "/") + "/api/service/auth/verify?token=" + token
 	if err := sendLink(env, mailURL, to, link); err != "" {
 		env.Warn("sign-in mail not sent", "reason", err)
-		return policy.Error(502, accounts.CodeMailFailed, "the sign-in mail could not be sent; try again later")
+		return policy.Error(502, gate.CodeMailFailed, "the sign-in mail could not be sent; try again later")
 	}
 	var w jsonw.Writer
 	w.Open('{')
@@ -91,21 +92,21 @@ func verify(env *platform.Env, req *abi.Request) abi.Response {
 	if err != nil {
 		return redirect(home+"?signin=error", "")
 	}
-	return redirect(home, accounts.SessionSetCookie(&s, secret))
+	return redirect(home, gate.SessionSetCookie(&s, secret))
 }
 
 func signOut(env *platform.Env, req *abi.Request) abi.Response {
 	s := settings.Read(env.Config)
-	if r, ok := accounts.CheckOrigin(&s, req); !ok {
+	if r, ok := gate.CheckOrigin(&s, req); !ok {
 		return r
 	}
-	if secret := accounts.SessionCookieValue(req); secret != "" {
+	if secret := gate.SessionCookieValue(req); secret != "" {
 		if err := accounts.New(env.Ledger).EndSession(secret); err != nil {
-			return accounts.Failure(err)
+			return gate.Failure(err)
 		}
 	}
 	resp := policy.JSON(200, []byte(`{"signedOut":true}`))
-	resp.Headers.Add("set-cookie", accounts.ClearSessionCookie(&s))
+	resp.Headers.Add("set-cookie", gate.ClearSessionCookie(&s))
 	return resp
 }
 
@@ -113,16 +114,16 @@ func signOut(env *platform.Env, req *abi.Request) abi.Response {
 // answer here (signedIn false), not an error: the console asks on load.
 func session(env *platform.Env, req *abi.Request) abi.Response {
 	if req.Headers.Has("authorization") {
-		return policy.Error(401, accounts.CodeBearerNotAccepted, "this endpoint takes a signed-in browser session; an Authorization header (API key) is not accepted here")
+		return policy.Error(401, gate.CodeBearerNotAccepted, "this endpoint takes a signed-in browser session; an Authorization header (API key) is not accepted here")
 	}
 	var w jsonw.Writer
 	w.Open('{')
-	secret := accounts.SessionCookieValue(req)
+	secret := gate.SessionCookieValue(req)
 	sess, ok, err := accounts.Session{}, false, error(nil)
 	if secret != "" {
 		sess, ok, err = accounts.New(env.Ledger).LookupSession(secret)
 		if err != nil {
-			return accounts.Failure(err)
+			return gate.Failure(err)
 		}
 	}
 	w.FieldBool("signedIn", ok)

@@ -15,6 +15,7 @@ import (
 	"decisiongateway/shared/ledgerq"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
+	"decisiongateway/shared/pricing"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/upstream"
 	"decisiongateway/shared/validate"
@@ -75,7 +76,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	if err != nil {
 		return fail(400, "invalid_request", err.Error())
 	}
-	cost := int64(canon.Cost(len(d.parsed.Questions), len(canonical)))
+	cost := pricing.Cost(len(d.parsed.Questions), len(canonical))
 
 	// Authorise and reserve: one ledger round trip.
 	now := time.Now()
@@ -192,7 +193,7 @@ func settleAndAnswer(env *platform.Env, req *abi.Request, d *decision, p *pendin
 	if mode != "" && (out.OK || out.Source == policy.SourceUpstream) {
 		resp.Headers.Set(policy.HResponseMode, mode)
 	}
-	rateHeaders(&resp, &p.Rate)
+	p.Rate.SetHeaders(&resp.Headers)
 	credits, ok := settle(env, &st, p.settleBy(d.settings.RequestTimeout))
 	if !ok {
 		return unsettled(p)
@@ -210,7 +211,7 @@ func attemptLimited(env *platform.Env, req *abi.Request) (abi.Response, bool) {
 		return abi.Response{}, false
 	}
 	resp := fail(429, CodeAuthRateLimited, "too many authentication attempts from this address")
-	resp.Headers.Set(policy.HRetryAfter, retryAfter(a.Window, now))
+	resp.Headers.Set(policy.HRetryAfter, a.Window.RetryAfter(now))
 	return resp, true
 }
 
@@ -222,7 +223,7 @@ func refuse(env *platform.Env, r *ledgerq.Reservation, account string, now time.
 		return resp, false
 	case ledgerq.AuthLimited:
 		resp = fail(429, CodeAuthRateLimited, "too many authentication attempts from this address")
-		resp.Headers.Set(policy.HRetryAfter, retryAfter(r.Auth.Window, now))
+		resp.Headers.Set(policy.HRetryAfter, r.Auth.Window.RetryAfter(now))
 		return resp, true
 	case ledgerq.Unauthorized:
 		resp = policy.Unauthorized(policy.CodeInvalidKey, "the API key is unknown or revoked")
@@ -230,7 +231,7 @@ func refuse(env *platform.Env, r *ledgerq.Reservation, account string, now time.
 		return resp, true
 	case ledgerq.RateLimited:
 		resp = fail(429, CodeRateLimited, "the account's decision limit for this minute is exhausted")
-		resp.Headers.Set(policy.HRetryAfter, retryAfter(r.Rate.Window, now))
+		resp.Headers.Set(policy.HRetryAfter, r.Rate.Window.RetryAfter(now))
 		return resp, true
 	case ledgerq.Reconciling:
 		// An earlier attempt's host stopped before settling. Settle it now
@@ -254,18 +255,24 @@ func refuse(env *platform.Env, r *ledgerq.Reservation, account string, now time.
 	case ledgerq.Replay:
 		resp = replay(&r.Replay)
 	}
-	rateHeaders(&resp, &r.Rate)
+	r.Rate.SetHeaders(&resp.Headers)
 	return resp, true
 }
 
 // replay answers with a retained success (spec §3.1): its status, body and
-// allowed headers, the original request id, and nothing charged.
+// allowed headers, the original request id, and nothing charged. A record
+// retained by an earlier build, in an earlier envelope format, replays as
+// legacy-cache (spec §4.8, §9.8; ledgerq.EnvelopeFormat).
 func replay(k *ledgerq.Retained) abi.Response {
 	resp := abi.Response{Status: k.Status, Body: k.Body}
 	resp.Headers = append(resp.Headers, k.Headers...)
 	resp.Headers.Set(policy.HRequestID, k.RequestID)
 	resp.Headers.Set("x-idempotency-replayed", "true")
-	resp.Headers.Set(policy.HResponseMode, k.Mode)
+	mode := k.Mode
+	if k.Format < ledgerq.EnvelopeFormat {
+		mode = ledgerq.ModeLegacyCache
+	}
+	resp.Headers.Set(policy.HResponseMode, mode)
 	resp.Headers.Set(policy.HServiceCredits, "0")
 	return resp
 }
@@ -306,22 +313,8 @@ func settle(env *platform.Env, st *ledgerq.Settle, until time.Time) (string, boo
 func unsettled(p *pending) abi.Response {
 	resp := policy.Error(503, CodeReconciliation, "the outcome could not be recorded and is being reconciled; resend the same request with the same Idempotency-Key to learn its final state")
 	resp.Headers.Set(policy.HRetryAfter, "2")
-	rateHeaders(&resp, &p.Rate)
+	p.Rate.SetHeaders(&resp.Headers)
 	return resp
-}
-
-func rateHeaders(resp *abi.Response, r *ledgerq.Rate) {
-	resp.Headers.Set("x-ratelimit-limit", strconv.FormatInt(r.Limit, 10))
-	resp.Headers.Set("x-ratelimit-remaining", strconv.FormatInt(r.Remaining(), 10))
-	resp.Headers.Set("x-ratelimit-reset", strconv.FormatInt(r.Window.End, 10))
-}
-
-func retryAfter(w ledgerq.Window, now time.Time) string {
-	s := w.End - now.Unix()
-	if s < 1 {
-		s = 1
-	}
-	return strconv.FormatInt(s, 10)
 }
 
 // fail is a platform error that charged nothing.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/batch"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/ledgerq"
 	"decisiongateway/shared/platform"
@@ -45,7 +46,7 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	if refusal != nil {
 		if a, limited := ledgerq.CountRefusedKey(env.Ledger, req, s.AuthRateLimit, now); limited {
 			resp := policy.Error(429, CodeAuthRateLimited, "too many authentication attempts from this address")
-			resp.Headers.Set(policy.HRetryAfter, retryAfter(a.Window, now))
+			resp.Headers.Set(policy.HRetryAfter, a.Window.RetryAfter(now))
 			return resp
 		}
 		return *refusal
@@ -59,13 +60,13 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 		return policy.Error(503, CodeLedgerUnavailable, "the ledger is unavailable")
 	case a.RateLimited:
 		resp := policy.Error(429, CodeAuthRateLimited, "too many authentication attempts from this address")
-		resp.Headers.Set(policy.HRetryAfter, retryAfter(a.Window, now))
+		resp.Headers.Set(policy.HRetryAfter, a.Window.RetryAfter(now))
 		return resp
 	case !a.OK:
 		return policy.Unauthorized(policy.CodeInvalidKey, "the API key is unknown or revoked")
 	case rate.Exceeded():
 		resp := policy.Error(429, CodeRateLimited, "the account's model listing limit for this minute is exhausted")
-		resp.Headers.Set(policy.HRetryAfter, retryAfter(rate.Window, now))
+		resp.Headers.Set(policy.HRetryAfter, rate.Window.RetryAfter(now))
 		return resp
 	}
 
@@ -77,14 +78,14 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	// while no instance waits (schema/abi.md, "Awaiting").
 	call, resp := adapter.Models(nil)
 	if call != nil {
-		return abi.Response{Await: &abi.Await{Fetch: call, State: ledgerq.AppendRate(nil, rate)}}
+		return abi.Response{Await: &abi.Await{Fetch: call, State: batch.AppendRate(nil, rate)}}
 	}
 	return withRate(resp, rate)
 }
 
 // answer maps the upstream's list once the host has it.
 func answer(env *platform.Env, r *abi.Resume) abi.Response {
-	rate, _, ok := ledgerq.ReadRate(r.State)
+	rate, _, ok := batch.ReadRate(r.State)
 	s := settings.Read(env.Config)
 	adapter := upstream.For(&s)
 	if !ok || adapter == nil {
@@ -94,10 +95,8 @@ func answer(env *platform.Env, r *abi.Resume) abi.Response {
 	return withRate(resp, rate)
 }
 
-func withRate(resp abi.Response, rate ledgerq.Rate) abi.Response {
-	resp.Headers.Set("x-ratelimit-limit", strconv.FormatInt(rate.Limit, 10))
-	resp.Headers.Set("x-ratelimit-remaining", strconv.FormatInt(rate.Remaining(), 10))
-	resp.Headers.Set("x-ratelimit-reset", strconv.FormatInt(rate.Window.End, 10))
+func withRate(resp abi.Response, rate batch.Rate) abi.Response {
+	rate.SetHeaders(&resp.Headers)
 	return resp
 }
 
@@ -106,12 +105,4 @@ func rateLimit(c platform.Config) int {
 		return n
 	}
 	return DefaultRateLimit
-}
-
-func retryAfter(w ledgerq.Window, now time.Time) string {
-	s := w.End - now.Unix()
-	if s < 1 {
-		s = 1
-	}
-	return strconv.FormatInt(s, 10)
 }

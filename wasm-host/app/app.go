@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"decisiongateway/functions/console"
+	"decisiongateway/console"
 	"decisiongateway/shared/abi"
 	"decisiongateway/wasm-host/buildinfo"
 	"decisiongateway/wasm-host/canary"
@@ -120,6 +120,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		Engine: eng, Ledger: a.Ledger, DataDir: cfg.DataDir, PoolSize: cfg.PoolSize,
 		Grace: cfg.RequestTimeout + 5*time.Second, Log: log,
 		ClientAddr: a.client().Of,
+		Abandon:    a.abandon,
 	})
 	handlers := map[string]server.Handler{}
 	for _, name := range functionNames(routes.Table) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"decisiongateway/schema"
-	"decisiongateway/wasm-host/hosttest"
+	"decisiongateway/testkit/hosttest"
 )
 
 // The host serves the committed OpenAPI document as it is, to any origin,

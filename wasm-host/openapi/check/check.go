@@ -2,7 +2,7 @@
 // runs a real validator (github.com/pb33f/libopenapi-validator, OpenAPI 3.1
 // and JSON Schema 2020-12) over the document itself and over every
 // response of a documented operation, and is wired into the end-to-end
-// hosts (wasm-host/hosttest), so every story those tests tell is also a
+// hosts (testkit/hosttest), so every story those tests tell is also a
 // check of the document. It is test support: the gateway binary does not
 // link it.
 package check

@@ -14,12 +14,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/app"
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/ledger"
 	"decisiongateway/wasm-host/openapi/check"
-	"decisiongateway/wasm-host/sqldtest"
-	"decisiongateway/wasm-host/testenv"
 )
 
 // Host is a running host.
