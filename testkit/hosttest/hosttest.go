@@ -45,8 +45,12 @@ func Start(t testing.TB, env map[string]string) *Host {
 		"GATEWAY_FUNCTIONS_DIR": filepath.Join(testenv.Root(t), "build", "functions"),
 		"GATEWAY_DATA_DIR":      t.TempDir(),
 	}
-	if _, set := env["LIBSQL_URL"]; !set && os.Getenv("TEST_LEDGER") == "sqld" {
+	socket := SocketBuild() || env["GATEWAY_MODULES"] == "socket"
+	if _, set := env["LIBSQL_URL"]; !set && (os.Getenv("TEST_LEDGER") == "sqld" || socket) {
 		e["LIBSQL_URL"] = sqldtest.Start(t)
+	}
+	if socket {
+		useSocketBuild(t, e, env)
 	}
 	for k, v := range env {
 		e[k] = v

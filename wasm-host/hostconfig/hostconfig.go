@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,13 @@ type Config struct {
 	RequestTimeout time.Duration
 	FunctionsDir   string
 	Dev            bool
+	// CacheDir is wazero's compilation cache (GATEWAY_CACHE_DIR, by default
+	// DataDir/wazero-cache).
+	CacheDir string
+	// Modules is which build of the functions the host runs: "abi" (the
+	// host ABI, TinyGo) or "socket" (self-sufficient modules with sockets,
+	// schema/socket.md).
+	Modules string
 
 	// Origin is SERVICE_ORIGIN, checked to be an origin a browser sends.
 	Origin string
@@ -77,7 +85,7 @@ func From(getenv func(string) string) (*Config, error) {
 		MailURL:        getenv("MAIL_URL"),
 		MailAPIKey:     getenv("MAIL_API_KEY"),
 		DataDir:        or(getenv("GATEWAY_DATA_DIR"), ".data"),
-		FunctionsDir:   or(getenv("GATEWAY_FUNCTIONS_DIR"), "build/functions"),
+		Modules:        or(getenv("GATEWAY_MODULES"), ModulesABI),
 		PoolSize:       8,
 		RequestTimeout: 60 * time.Second,
 		Origin:         or(getenv("SERVICE_ORIGIN"), "http://127.0.0.1:8787"),
@@ -93,6 +101,10 @@ func From(getenv func(string) string) (*Config, error) {
 	if err := checkOrigin(c.Origin); err != nil {
 		return nil, err
 	}
+	if err := c.checkModules(getenv("GATEWAY_FUNCTIONS_DIR")); err != nil {
+		return nil, err
+	}
+	c.CacheDir = or(getenv("GATEWAY_CACHE_DIR"), filepath.Join(c.DataDir, "wazero-cache"))
 	switch c.UpstreamKind {
 	case "", "vendor", "edge", "router":
 	default:
