@@ -12,6 +12,7 @@
 package auth
 
 import (
+	"decisiongateway/shared/contract"
 	"strconv"
 	"strings"
 
@@ -43,11 +44,11 @@ func signIn(env *platform.Env, req *abi.Request) abi.Response {
 	}
 	email, ok := accounts.StringField(req.Body, "email")
 	if !ok {
-		return policy.Error(400, accounts.CodeInvalidRequest, `send a JSON object {"email": <address>}`)
+		return policy.Error(contract.InvalidRequest, `send a JSON object {"email": <address>}`)
 	}
 	mailURL := env.Config.Get("MAIL_URL")
 	if mailURL == "" {
-		return policy.Error(503, accounts.CodeMailNotConfigured, "this deployment sends no mail; an operator can open a session with `gateway admin session EMAIL`")
+		return policy.Error(contract.MailNotConfigured, "this deployment sends no mail; an operator can open a session with `gateway admin session EMAIL`")
 	}
 	store := accounts.New(env.Ledger)
 	token, err := store.RequestSignIn(email, accounts.ClientHash(req))
@@ -58,7 +59,7 @@ func signIn(env *platform.Env, req *abi.Request) abi.Response {
 	link := strings.TrimSuffix(s.Origin, "/") + "/api/service/auth/verify?token=" + token
 	if err := sendLink(env, mailURL, to, link); err != "" {
 		env.Warn("sign-in mail not sent", "reason", err)
-		return policy.Error(502, accounts.CodeMailFailed, "the sign-in mail could not be sent; try again later")
+		return policy.Error(contract.MailFailed, "the sign-in mail could not be sent; try again later")
 	}
 	var w jsonw.Writer
 	w.Open('{')
@@ -113,7 +114,7 @@ func signOut(env *platform.Env, req *abi.Request) abi.Response {
 // answer here (signedIn false), not an error: the console asks on load.
 func session(env *platform.Env, req *abi.Request) abi.Response {
 	if req.Headers.Has("authorization") {
-		return policy.Error(401, accounts.CodeBearerNotAccepted, "this endpoint takes a signed-in browser session; an Authorization header (API key) is not accepted here")
+		return policy.Error(contract.BearerNotAccepted, "this endpoint takes a signed-in browser session; an Authorization header (API key) is not accepted here")
 	}
 	var w jsonw.Writer
 	w.Open('{')

@@ -3,6 +3,7 @@
 package keys
 
 import (
+	"decisiongateway/shared/contract"
 	"strings"
 
 	"decisiongateway/shared/abi"
@@ -53,7 +54,7 @@ func list(g *accounts.Gate) abi.Response {
 func create(g *accounts.Gate, req *abi.Request) abi.Response {
 	name, ok := accounts.StringField(req.Body, "name")
 	if !ok {
-		return policy.Error(400, accounts.CodeInvalidRequest, `send a JSON object {"name": <string>}`)
+		return policy.Error(contract.InvalidRequest, `send a JSON object {"name": <string>}`)
 	}
 	k, secret, err := g.Store.CreateKey(g.Session.AccountID, name)
 	if err != nil {

@@ -5,6 +5,7 @@
 package models
 
 import (
+	"decisiongateway/shared/contract"
 	"strconv"
 	"time"
 
@@ -24,14 +25,6 @@ const DefaultRateLimit = 60
 // Scope names the listing's rate counter, apart from the decision counter.
 const Scope = "models"
 
-// Error codes shared with the decision endpoint (schema/errors.md): a
-// client handles an API key problem the same way on both.
-const (
-	CodeAuthRateLimited   = "auth_rate_limited"
-	CodeRateLimited       = "rate_limit_exceeded"
-	CodeLedgerUnavailable = "ledger_unavailable"
-)
-
 // Handle: authenticate the key and count the attempt (one ledger batch),
 // then ask the configured upstream kind for its list.
 func Handle(env *platform.Env, req *abi.Request) abi.Response {
@@ -44,8 +37,8 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	tok, account, refusal := policy.APIKey(req)
 	if refusal != nil {
 		if a, limited := ledgerq.CountRefusedKey(env.Ledger, req, s.AuthRateLimit, now); limited {
-			resp := policy.Error(429, CodeAuthRateLimited, "too many authentication attempts from this address")
-			resp.Headers.Set(policy.HRetryAfter, retryAfter(a.Window, now))
+			resp := policy.Error(contract.AuthRateLimited, "too many authentication attempts from this address")
+			policy.RetryAfter(&resp, a.Window.End-now.Unix())
 			return resp
 		}
 		return *refusal
@@ -56,22 +49,22 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	switch {
 	case err != nil:
 		env.Error("model listing: authentication failed", "error", err.Error())
-		return policy.Error(503, CodeLedgerUnavailable, "the ledger is unavailable")
+		return policy.Error(contract.LedgerUnavailable, "the ledger is unavailable")
 	case a.RateLimited:
-		resp := policy.Error(429, CodeAuthRateLimited, "too many authentication attempts from this address")
-		resp.Headers.Set(policy.HRetryAfter, retryAfter(a.Window, now))
+		resp := policy.Error(contract.AuthRateLimited, "too many authentication attempts from this address")
+		policy.RetryAfter(&resp, a.Window.End-now.Unix())
 		return resp
 	case !a.OK:
-		return policy.Unauthorized(policy.CodeInvalidKey, "the API key is unknown or revoked")
+		return policy.Unauthorized(contract.InvalidAPIKey, "the API key is unknown or revoked")
 	case rate.Exceeded():
-		resp := policy.Error(429, CodeRateLimited, "the account's model listing limit for this minute is exhausted")
-		resp.Headers.Set(policy.HRetryAfter, retryAfter(rate.Window, now))
+		resp := policy.Error(contract.RateLimitExceeded, "the account's model listing limit for this minute is exhausted")
+		policy.RetryAfter(&resp, rate.Window.End-now.Unix())
 		return resp
 	}
 
 	adapter := upstream.For(&s)
 	if adapter == nil {
-		return withRate(policy.Error(503, upstream.CodeNotConfigured, "no upstream provider is configured on this deployment"), rate)
+		return withRate(policy.Error(contract.UpstreamNotConfigured, "no upstream provider is configured on this deployment"), rate)
 	}
 	// A listing from the upstream is an outbound call: the host makes it
 	// while no instance waits (schema/abi.md, "Awaiting").
@@ -88,16 +81,14 @@ func answer(env *platform.Env, r *abi.Resume) abi.Response {
 	s := settings.Read(env.Config)
 	adapter := upstream.For(&s)
 	if !ok || adapter == nil {
-		return policy.Error(500, policy.CodeInternal, "the model listing's saved state could not be read")
+		return policy.Error(contract.InternalError, "the model listing's saved state could not be read")
 	}
 	_, resp := adapter.Models(r)
 	return withRate(resp, rate)
 }
 
 func withRate(resp abi.Response, rate ledgerq.Rate) abi.Response {
-	resp.Headers.Set("x-ratelimit-limit", strconv.FormatInt(rate.Limit, 10))
-	resp.Headers.Set("x-ratelimit-remaining", strconv.FormatInt(rate.Remaining(), 10))
-	resp.Headers.Set("x-ratelimit-reset", strconv.FormatInt(rate.Window.End, 10))
+	policy.RateHeaders(&resp, rate.Limit, rate.Remaining(), rate.Window.End)
 	return resp
 }
 
@@ -106,12 +97,4 @@ func rateLimit(c platform.Config) int {
 		return n
 	}
 	return DefaultRateLimit
-}
-
-func retryAfter(w ledgerq.Window, now time.Time) string {
-	s := w.End - now.Unix()
-	if s < 1 {
-		s = 1
-	}
-	return strconv.FormatInt(s, 10)
 }

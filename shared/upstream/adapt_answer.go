@@ -201,7 +201,7 @@ func argmax(p []float64) int {
 // here is reported by the platform.
 func convertedSuccess(c *Call, body []byte, model string, in, out int64, upstream abi.Headers) Outcome {
 	if verr := c.Validator.ValidateAnswer(c.Request, body); verr != nil {
-		return platformFailure(verr.Status, verr.Code, verr.Message, upstream)
+		return platformFailure(verr.Code, verr.Message, upstream)
 	}
 	h := abi.Headers{{Name: policy.HContentType, Value: policy.JSONType}}
 	h = append(h, policy.ForwardUpstream(upstream, false)...)

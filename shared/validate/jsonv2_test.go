@@ -12,6 +12,7 @@
 package validate
 
 import (
+	"decisiongateway/shared/contract"
 	"encoding/json/jsontext"
 	"strings"
 	"testing"
@@ -59,7 +60,7 @@ func FuzzValidJSONAgreesWithJsontext(f *testing.F) {
 	var v Validator
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e := v.s.scan(b, maxAnswerDepth)
-		if e.code == codeTooDeep || e.code == codeNumberRange {
+		if e.code == contract.JSONTooDeep || e.code == contract.NumberOutOfRange {
 			t.Skip("outside jsontext's verdict: " + e.code)
 		}
 		ours := e.code == ""
@@ -74,7 +75,7 @@ func TestSeedsAgreeWithJsontext(t *testing.T) {
 	var v Validator
 	for _, s := range fuzzSeeds {
 		e := v.s.scan([]byte(s), maxAnswerDepth)
-		if e.code == codeTooDeep || e.code == codeNumberRange {
+		if e.code == contract.JSONTooDeep || e.code == contract.NumberOutOfRange {
 			continue
 		}
 		if ours, theirs := e.code == "", jsontext.Value(s).IsValid(); ours != theirs {

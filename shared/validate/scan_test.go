@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"decisiongateway/shared/contract"
 	"errors"
 	"math/rand/v2"
 	"strconv"
@@ -51,7 +52,7 @@ func TestNumberRangeAgreesWithParseFloat(t *testing.T) {
 		end := sc.number([]byte(s), 0)
 		se := sc.err
 		got := se.code == ""
-		if se.code != "" && se.code != codeNumberRange {
+		if se.code != "" && se.code != contract.NumberOutOfRange {
 			t.Fatalf("%s: %+v", s, se)
 		}
 		if got && end != len(s) {

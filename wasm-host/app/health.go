@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"decisiongateway/shared/contract"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -122,7 +123,7 @@ func (a *App) probes(next http.Handler) http.Handler {
 		h.Set("X-Request-Id", server.NewRequestID())
 		h.Set("Content-Type", "application/json; charset=utf-8")
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			resp := policy.Error(http.StatusMethodNotAllowed, policy.CodeMethodNotAllowed, "this path does not accept "+r.Method)
+			resp := policy.Error(contract.MethodNotAllowed, "this path does not accept "+r.Method)
 			for _, f := range resp.Headers {
 				h.Set(f.Name, f.Value)
 			}

@@ -22,7 +22,7 @@ func (h *handler) vendorService(w http.ResponseWriter, r *http.Request) {
 	var v validate.Validator
 	req, verr := v.Validate(body)
 	if verr != nil {
-		writeJSON(w, verr.Status, errorBody("invalid_request_error", verr.Code+": "+verr.Message))
+		writeJSON(w, verr.Status(), errorBody("invalid_request_error", verr.Error()))
 		return
 	}
 	model := "model-latest"

@@ -8,6 +8,7 @@ package main
 
 import (
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/guest"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
@@ -23,7 +24,7 @@ func handle(env *platform.Env, req *abi.Request) abi.Response {
 		var m map[string]int
 		m["boom"] = 1 // nil map write: a Go panic, a trap in the module
 	case "/error":
-		return policy.Error(500, policy.CodeInternal, "canaryv2 fails on purpose")
+		return policy.Error(contract.InternalError, "canaryv2 fails on purpose")
 	}
 	return abi.Response{Status: 200, Headers: abi.Headers{{Name: "content-type", Value: "text/plain"}}, Body: []byte("v2")}
 }
