@@ -6,7 +6,6 @@ package models
 
 import (
 	"decisiongateway/shared/contract"
-	"strconv"
 	"time"
 
 	"decisiongateway/shared/abi"
@@ -17,10 +16,6 @@ import (
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/upstream"
 )
-
-// DefaultRateLimit is the model listing limit per account per minute (spec
-// §8); SERVICE_MODELS_RATE_LIMIT overrides it.
-const DefaultRateLimit = 60
 
 // Scope names the listing's rate counter, apart from the decision counter.
 const Scope = "models"
@@ -45,7 +40,7 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	}
 	a, rate, err := ledgerq.AuthorizeKey(env.Ledger,
 		&ledgerq.Principal{AccountID: account, KeyHash: keys.Hash(tok), IPHash: keys.HashClient(req.ClientAddr), AuthLimit: s.AuthRateLimit},
-		Scope, rateLimit(env.Config), now)
+		Scope, s.ModelsRateLimit, now)
 	switch {
 	case err != nil:
 		env.Error("model listing: authentication failed", "error", err.Error())
@@ -90,11 +85,4 @@ func answer(env *platform.Env, r *abi.Resume) abi.Response {
 func withRate(resp abi.Response, rate ledgerq.Rate) abi.Response {
 	policy.RateHeaders(&resp, rate.Limit, rate.Remaining(), rate.Window.End)
 	return resp
-}
-
-func rateLimit(c platform.Config) int {
-	if n, err := strconv.Atoi(c.Get("SERVICE_MODELS_RATE_LIMIT")); err == nil && n > 0 {
-		return n
-	}
-	return DefaultRateLimit
 }

@@ -1,18 +1,17 @@
 package accounts
 
 import (
+	"decisiongateway/shared/abi"
 	"decisiongateway/shared/contract"
+	"decisiongateway/shared/keys"
+	"decisiongateway/shared/platform"
+	"decisiongateway/shared/policy"
+	"decisiongateway/shared/settings"
 	"errors"
 	"strconv"
 	"strings"
 
 	"github.com/valyala/fastjson"
-
-	"decisiongateway/shared/abi"
-	"decisiongateway/shared/keys"
-	"decisiongateway/shared/platform"
-	"decisiongateway/shared/policy"
-	"decisiongateway/shared/settings"
 )
 
 // Gate is what a console route needs to know before it does its work.

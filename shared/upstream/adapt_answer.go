@@ -1,14 +1,13 @@
 package upstream
 
 import (
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/jsonw"
+	"decisiongateway/shared/policy"
 	"math"
 	"strconv"
 
 	"github.com/valyala/fastjson"
-
-	"decisiongateway/shared/abi"
-	"decisiongateway/shared/jsonw"
-	"decisiongateway/shared/policy"
 )
 
 // nativeBody writes the native success body (spec §2.3, §2.4) of a

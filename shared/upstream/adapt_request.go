@@ -2,10 +2,10 @@ package upstream
 
 import (
 	"decisiongateway/shared/contract"
-	"github.com/valyala/fastjson"
-
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/validate"
+
+	"github.com/valyala/fastjson"
 )
 
 // The edge and router kinds convert a request instead of forwarding its

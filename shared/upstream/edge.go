@@ -1,16 +1,15 @@
 package upstream
 
 import (
-	"decisiongateway/shared/contract"
-	"strings"
-
-	"github.com/valyala/fastjson"
-
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/validate"
+	"strings"
+
+	"github.com/valyala/fastjson"
 )
 
 func init() {

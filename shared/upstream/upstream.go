@@ -7,14 +7,14 @@
 package upstream
 
 import (
-	"decisiongateway/shared/contract"
-	"github.com/valyala/fastjson"
-
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/validate"
+
+	"github.com/valyala/fastjson"
 )
 
 // Call is one decision to make.

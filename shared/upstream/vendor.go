@@ -1,16 +1,15 @@
 package upstream
 
 import (
-	"decisiongateway/shared/contract"
-	"time"
-
-	"github.com/valyala/fastjson"
-
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/canon"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/validate"
+	"time"
+
+	"github.com/valyala/fastjson"
 )
 
 func init() {

@@ -20,14 +20,13 @@ package validate
 
 import (
 	"decisiongateway/shared/contract"
+	"decisiongateway/shared/jsonw"
+	"decisiongateway/shared/policy"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
-
-	"decisiongateway/shared/jsonw"
-	"decisiongateway/shared/policy"
 )
 
 // QuestionType is the wire type of a question.

@@ -1,15 +1,14 @@
 package emulator
 
 import (
+	"decisiongateway/shared/jsonw"
+	"decisiongateway/shared/validate"
 	"math"
 	"net/http"
 	"sort"
 	"strings"
 
 	"github.com/valyala/fastjson"
-
-	"decisiongateway/shared/jsonw"
-	"decisiongateway/shared/validate"
 )
 
 // vendorService answers POST /vendor/v1/service in the decision API's own
