@@ -4,7 +4,6 @@ package wranglercompat_test
 
 import (
 	"bytes"
-	"decisiongateway/shared/contract"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/policy"
 	"decisiongateway/wasm-host/sqldtest"
 	"decisiongateway/wasm-host/testenv"

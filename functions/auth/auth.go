@@ -12,12 +12,12 @@
 package auth
 
 import (
-	"decisiongateway/shared/contract"
 	"strconv"
 	"strings"
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/accounts"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"

@@ -5,12 +5,12 @@
 package console
 
 import (
-	"decisiongateway/shared/contract"
 	"embed"
 	"net/http"
 	"path"
 	"strings"
 
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/policy"
 )
 

@@ -5,13 +5,13 @@
 package decide
 
 import (
-	"decisiongateway/shared/contract"
 	"math/rand/v2"
 	"strconv"
 	"time"
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/canon"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/ledgerq"
 	"decisiongateway/shared/platform"
@@ -74,7 +74,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	var err error
 	canonical, err = encoder.Append(canonical[:0], req.Body, d.call.Model)
 	if err != nil {
-		return fail("invalid_request", err.Error())
+		return fail(contract.InvalidRequest, err.Error())
 	}
 	cost := int64(canon.Cost(len(d.parsed.Questions), len(canonical)))
 

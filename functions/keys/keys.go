@@ -3,11 +3,11 @@
 package keys
 
 import (
-	"decisiongateway/shared/contract"
 	"strings"
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/accounts"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"

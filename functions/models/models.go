@@ -5,10 +5,10 @@
 package models
 
 import (
-	"decisiongateway/shared/contract"
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/ledgerq"
 	"decisiongateway/shared/platform"

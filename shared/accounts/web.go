@@ -1,16 +1,16 @@
 package accounts
 
 import (
+	"errors"
+	"strconv"
+	"strings"
+
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/contract"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
-	"errors"
-	"strconv"
-	"strings"
-
 	"github.com/valyala/fastjson"
 )
 

@@ -132,3 +132,35 @@ func IsSecret(name string) bool {
 	}
 	return false
 }
+
+// RuleOf is a setting's rule in words, as schema/settings.md and the
+// hosts' refusals state it.
+func RuleOf(s *Setting) string {
+	switch s.Kind {
+	case Int:
+		return "whole number ≥ " + itoa(s.Min)
+	case Duration:
+		return "Go duration > 0"
+	case Enum:
+		return strings.Join(s.Values, " or ")
+	case Flag:
+		return "0 or 1"
+	case URL:
+		return "http(s) URL"
+	case Origin:
+		return "browser origin"
+	case CIDRs:
+		return "CIDRs or addresses"
+	}
+	return "any text"
+}
+
+func itoa(n int) string {
+	if n < 0 {
+		return "-" + itoa(-n)
+	}
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}

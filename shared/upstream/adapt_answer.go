@@ -1,12 +1,12 @@
 package upstream
 
 import (
-	"decisiongateway/shared/abi"
-	"decisiongateway/shared/jsonw"
-	"decisiongateway/shared/policy"
 	"math"
 	"strconv"
 
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/jsonw"
+	"decisiongateway/shared/policy"
 	"github.com/valyala/fastjson"
 )
 

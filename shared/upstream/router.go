@@ -1,14 +1,14 @@
 package upstream
 
 import (
+	"time"
+
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/contract"
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/validate"
-	"time"
-
 	"github.com/valyala/fastjson"
 )
 

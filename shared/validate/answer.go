@@ -1,9 +1,9 @@
 package validate
 
 import (
-	"decisiongateway/shared/contract"
 	"math"
 
+	"decisiongateway/shared/contract"
 	"github.com/valyala/fastjson"
 )
 

@@ -1,9 +1,9 @@
 package validate
 
 import (
-	"decisiongateway/shared/contract"
 	"strconv"
 
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/jsonw"
 )
 

@@ -12,10 +12,11 @@
 package validate
 
 import (
-	"decisiongateway/shared/contract"
 	"encoding/json/jsontext"
 	"strings"
 	"testing"
+
+	"decisiongateway/shared/contract"
 )
 
 func init() {

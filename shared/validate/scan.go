@@ -1,11 +1,12 @@
 package validate
 
 import (
-	"decisiongateway/shared/contract"
 	"encoding/binary"
 	"math/bits"
 	"slices"
 	"unsafe"
+
+	"decisiongateway/shared/contract"
 )
 
 // scanner is the strict pass over a whole JSON text, and the part of the

@@ -1,12 +1,13 @@
 package validate
 
 import (
-	"decisiongateway/shared/contract"
 	"errors"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
+
+	"decisiongateway/shared/contract"
 )
 
 // TestNumberRangeAgreesWithParseFloat checks the digit-only range test

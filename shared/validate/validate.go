@@ -19,13 +19,13 @@
 package validate
 
 import (
-	"decisiongateway/shared/contract"
-	"decisiongateway/shared/jsonw"
-	"decisiongateway/shared/policy"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
 
+	"decisiongateway/shared/contract"
+	"decisiongateway/shared/jsonw"
+	"decisiongateway/shared/policy"
 	"github.com/valyala/fastjson"
 )
 

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"decisiongateway/shared/contract"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/policy"
 	"decisiongateway/wasm-host/ledger"
 	"decisiongateway/wasm-host/routes"

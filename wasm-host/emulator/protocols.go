@@ -1,13 +1,13 @@
 package emulator
 
 import (
-	"decisiongateway/shared/jsonw"
-	"decisiongateway/shared/validate"
 	"math"
 	"net/http"
 	"sort"
 	"strings"
 
+	"decisiongateway/shared/jsonw"
+	"decisiongateway/shared/validate"
 	"github.com/valyala/fastjson"
 )
 

@@ -49,7 +49,7 @@ func Check(s *contract.Setting, v string) (string, error) {
 		return v, nil
 	case contract.Duration:
 		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
-			return bad("a Go duration greater than zero, such as " + or(s.Default, "30s"))
+			return bad("a Go duration greater than zero, such as 30s")
 		}
 		return v, nil
 	case contract.Enum:

@@ -4,7 +4,6 @@
 package hostconfig
 
 import (
-	"decisiongateway/shared/contract"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"decisiongateway/shared/contract"
 )
 
 // Config is read once at start and never changes while serving.
@@ -203,11 +204,4 @@ func (c *Config) Get(name string) string {
 		return ""
 	}
 	return c.plain[name]
-}
-
-func or(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }

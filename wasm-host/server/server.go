@@ -7,7 +7,6 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"decisiongateway/shared/contract"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/policy"
 	"decisiongateway/wasm-host/routes"
 	"decisiongateway/wasm-host/runtime"

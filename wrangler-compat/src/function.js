@@ -15,18 +15,38 @@ import { match } from "./router.js";
 import { Pool, Overloaded, DeadlineExceeded } from "./pool.js";
 import { VersionError, awaitCall } from "./host.js";
 import { parseDuration } from "./duration.js";
+import { DEFAULT_MAX_BODY, SETTINGS } from "./contract.gen.js";
+import { SettingError, checkSettings } from "./settings.js";
 import { readStream, TooLarge } from "./fetch.js";
 import { INTERNAL_HEADERS, log, platformError, requestIdOf, respond } from "./respond.js";
 
-/** Body cap of a route whose maxBody is 0 (wasm-host/server.DefaultMaxBody). */
-const DEFAULT_MAX_BODY = 1 << 20;
-
-/** Deadline of a request unless GATEWAY_REQUEST_TIMEOUT sets another. */
-const DEFAULT_TIMEOUT_MS = 60_000;
+/** The request deadline: GATEWAY_REQUEST_TIMEOUT, checked, or its default. */
+const DEFAULT_TIMEOUT = SETTINGS.find((s) => s.name === "GATEWAY_REQUEST_TIMEOUT").default;
 
 function requestTimeout(env) {
-  const ms = parseDuration(env.GATEWAY_REQUEST_TIMEOUT ?? "");
-  return ms > 0 ? ms : DEFAULT_TIMEOUT_MS;
+  return parseDuration(env.GATEWAY_REQUEST_TIMEOUT || DEFAULT_TIMEOUT);
+}
+
+/**
+ * checked is env with its settings checked once per isolate (settings.js):
+ * the env object a Worker gets is the same for every request of the isolate.
+ * A bad setting is remembered as its error.
+ */
+const checked = new WeakMap();
+
+function checkedEnv(env) {
+  let c = checked.get(env);
+  if (c === undefined) {
+    try {
+      c = checkSettings(env);
+    } catch (e) {
+      if (!(e instanceof SettingError)) throw e;
+      log("error", "invalid setting: this Worker serves nothing until it is fixed", { error: e.message });
+      c = e;
+    }
+    checked.set(env, c);
+  }
+  return c;
 }
 
 /**
@@ -37,20 +57,18 @@ function requestTimeout(env) {
  * version  the module version it answers with in X-Function-Version,
  *          name@<12 hex of the module's SHA-256>, as the wazero host names it
  * routes   the route table entries this function serves
- * exposed  the settings a module may read through the config import
  */
-export function functionWorker({ name, module, version, routes, exposed }) {
+export function functionWorker({ name, module, version, routes }) {
   let pool = null; // instances need a request to be created in
-  const settings = new Set(exposed);
 
   async function serve(request, env, requestId) {
     const url = new URL(request.url);
     const { route, allow } = match(routes, request.method, url.pathname);
     if (!route) {
       if (allow.length > 0) {
-        return platformError(405, "method_not_allowed", `this path does not accept ${request.method}`, [["allow", allow.join(", ")]]);
+        return platformError("method_not_allowed", `this path does not accept ${request.method}`, [["allow", allow.join(", ")]]);
       }
-      return platformError(404, "not_found", "no such route");
+      return platformError("not_found", "no such route");
     }
     const maxBody = route.maxBody || DEFAULT_MAX_BODY;
     let body;
@@ -59,9 +77,9 @@ export function functionWorker({ name, module, version, routes, exposed }) {
     } catch (e) {
       if (e instanceof TooLarge) {
         // Refused before any function runs: it costs nothing.
-        return platformError(413, "body_too_large", `the request body exceeds ${maxBody} bytes`);
+        return platformError("body_too_large", `the request body exceeds ${maxBody} bytes`);
       }
-      return platformError(400, "invalid_body", "the request body could not be read");
+      return platformError("invalid_body", "the request body could not be read");
     }
     const headers = [];
     for (const [h, value] of request.headers) {
@@ -85,7 +103,7 @@ export function functionWorker({ name, module, version, routes, exposed }) {
       // free instance with the result (schema/abi.md, "Awaiting").
       let call = message;
       for (let awaits = 0; ; awaits++) {
-        const answer = await pool.run((inst) => inst.handle(call, { env, requestId, settings }), Math.max(1, deadline - Date.now()));
+        const answer = await pool.run((inst) => inst.handle(call, { env, requestId }), Math.max(1, deadline - Date.now()));
         if (!answer.await) {
           answer.headers.push(["x-function-version", version]);
           return answer;
@@ -107,9 +125,13 @@ export function functionWorker({ name, module, version, routes, exposed }) {
       // (wrangler prints one per request, Workers Logs keep them), and a
       // console line costs about 10 ms per request under wrangler dev.
       const requestId = requestIdOf(request);
-      const work = serve(request, env, requestId).catch((e) => {
+      const checkedOrError = checkedEnv(env ?? {});
+      if (checkedOrError instanceof SettingError) {
+        return respond(request, requestId, platformError("misconfigured", `this Worker's settings are invalid: ${checkedOrError.message}`));
+      }
+      const work = serve(request, checkedOrError, requestId).catch((e) => {
         log("error", "host failed", { request_id: requestId, error: String(e?.stack ?? e) });
-        return platformError(500, "internal_error", "the function failed; the request id identifies it in the logs");
+        return platformError("internal_error", "the function failed; the request id identifies it in the logs");
       });
       // A client that hangs up must not stop a decision between reserving
       // and settling: waitUntil keeps it running to the end, so resending
@@ -139,13 +161,13 @@ async function beforeDeadline(p, deadline, name, timeoutMs) {
 /** failure maps a failed call to the wazero host's platform error. */
 function failure(e, name) {
   if (e instanceof Overloaded) {
-    return platformError(503, "overloaded", "every instance of this function is busy; retry shortly", [["retry-after", "1"]]);
+    return platformError("overloaded", "every instance of this function is busy; retry shortly", [["retry-after", "1"]]);
   }
   if (e instanceof DeadlineExceeded) {
-    return platformError(504, "function_timeout", "the function did not finish before its deadline");
+    return platformError("function_timeout", "the function did not finish before its deadline");
   }
   if (e instanceof VersionError) {
-    return platformError(503, "function_unavailable", `the ${name} function is not deployed on this host`);
+    return platformError("function_unavailable", `the ${name} function is not deployed on this host`);
   }
-  return platformError(500, "internal_error", "the function failed; the request id identifies it in the logs");
+  return platformError("internal_error", "the function failed; the request id identifies it in the logs");
 }

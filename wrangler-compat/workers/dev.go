@@ -1,8 +1,6 @@
 package main
 
 import (
-	"decisiongateway/shared/contract"
-	"decisiongateway/wasm-host/hostconfig"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"decisiongateway/shared/contract"
+	"decisiongateway/wasm-host/hostconfig"
 )
 
 // cmdDev runs every generated Worker in one `wrangler dev` (workerd on this

@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/sha256"
-	"decisiongateway/shared/contract"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"strings"
 
 	"decisiongateway/schema"
+	"decisiongateway/shared/contract"
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/routes"
 )
@@ -279,7 +279,7 @@ func writeFunction(o genOptions, m *Manifest, f FunctionEntry, dir string, wasm 
 		return err
 	}
 	cfg, err := json.MarshalIndent(map[string]any{
-		"name": f.Function, "version": f.Version, "routes": f.Routes, "exposed": hostconfig.Exposed(),
+		"name": f.Function, "version": f.Version, "routes": f.Routes,
 	}, "", "  ")
 	if err != nil {
 		return err

@@ -28,6 +28,7 @@ const usage = `usage (from the repository root):
   go run ./wrangler-compat/workers deploy   [-out DIR] [-secrets FILE] [-dry-run]
   go run ./wrangler-compat/workers release  [-out DIR] [-dry-run] canary FUNCTION PATH.wasm PERCENT
   go run ./wrangler-compat/workers release  [-out DIR] [-dry-run] promote|rollback|status FUNCTION
+  go run ./wrangler-compat/workers contract-js [-out FILE]   # regenerate src/contract.gen.js
 
 FILE for -routes is what 'bin/gateway routes' prints ('-' reads standard input).
 -out defaults to wrangler-compat/generated.
@@ -48,6 +49,8 @@ func main() {
 		err = cmdDeploy(os.Args[2:], os.Stdout)
 	case "release":
 		err = cmdRelease(os.Args[2:], os.Stdout)
+	case "contract-js":
+		err = cmdContractJS(os.Args[2:])
 	default:
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
