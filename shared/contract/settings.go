@@ -138,17 +138,17 @@ func IsSecret(name string) bool {
 func RuleOf(s *Setting) string {
 	switch s.Kind {
 	case Int:
-		return "whole number ≥ " + itoa(s.Min)
+		return "a whole number ≥ " + itoa(s.Min)
 	case Duration:
-		return "Go duration > 0"
+		return "a Go duration > 0 (30s, 24h)"
 	case Enum:
 		return strings.Join(s.Values, " or ")
 	case Flag:
 		return "0 or 1"
 	case URL:
-		return "http(s) URL"
+		return "an http(s) URL"
 	case Origin:
-		return "browser origin"
+		return "a browser origin"
 	case CIDRs:
 		return "CIDRs or addresses"
 	}

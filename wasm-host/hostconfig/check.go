@@ -36,20 +36,20 @@ func Load(getenv func(string) string) (map[string]string, error) {
 // Check checks a set value of s by its kind and returns it in its
 // canonical spelling; the error names the setting and what it wants.
 func Check(s *contract.Setting, v string) (string, error) {
-	bad := func(want string) (string, error) {
-		return "", fmt.Errorf("%s=%q: want %s", s.Name, v, want)
+	bad := func() (string, error) {
+		return "", fmt.Errorf("%s=%q: want %s", s.Name, v, contract.RuleOf(s))
 	}
 	switch s.Kind {
 	case contract.Text:
 		return v, nil
 	case contract.Int:
 		if n, err := strconv.Atoi(v); err != nil || n < s.Min {
-			return bad(fmt.Sprintf("a whole number ≥ %d", s.Min))
+			return bad()
 		}
 		return v, nil
 	case contract.Duration:
 		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
-			return bad("a Go duration greater than zero, such as 30s")
+			return bad()
 		}
 		return v, nil
 	case contract.Enum:
@@ -58,15 +58,15 @@ func Check(s *contract.Setting, v string) (string, error) {
 				return want, nil
 			}
 		}
-		return bad(strings.Join(s.Values, " or "))
+		return bad()
 	case contract.Flag:
 		if v != "0" && v != "1" {
-			return bad("0 or 1")
+			return bad()
 		}
 		return v, nil
 	case contract.URL:
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return bad("an http(s) URL")
+			return bad()
 		}
 		return v, nil
 	case contract.Origin:

@@ -73,34 +73,38 @@ export const ERRORS = Object.freeze({
   model_listing_not_supported: 501,
 });
 
-/** SETTINGS: every setting: name, default, kind, min, values, secret, module, doc. */
+/** SETTINGS: every setting: name, default, kind, min, values, secret, module, doc and its rule in words. */
 export const SETTINGS = Object.freeze([
   {
     "name": "SERVICE_ADDR",
     "default": "127.0.0.1:8787",
     "kind": "text",
-    "doc": "listen address (wazero host)"
+    "doc": "listen address (wazero host)",
+    "rule": "any text"
   },
   {
     "name": "SERVICE_ORIGIN",
     "default": "http://127.0.0.1:8787",
     "kind": "origin",
     "module": true,
-    "doc": "the console's origin, exactly as a browser sends it"
+    "doc": "the console's origin, exactly as a browser sends it",
+    "rule": "a browser origin"
   },
   {
     "name": "LIBSQL_URL",
     "default": "file:.data/ledger.db",
     "kind": "text",
     "secret": true,
-    "doc": "the ledger: a SQLite file, http(s):// or libsql:// (sqld, Turso)"
+    "doc": "the ledger: a SQLite file, http(s):// or libsql:// (sqld, Turso)",
+    "rule": "any text"
   },
   {
     "name": "LIBSQL_AUTH_TOKEN",
     "default": "",
     "kind": "text",
     "secret": true,
-    "doc": "token for sqld or Turso"
+    "doc": "token for sqld or Turso",
+    "rule": "any text"
   },
   {
     "name": "UPSTREAM_KIND",
@@ -112,28 +116,32 @@ export const SETTINGS = Object.freeze([
       "router"
     ],
     "module": true,
-    "doc": "the upstream's protocol; unset, no upstream"
+    "doc": "the upstream's protocol; unset, no upstream",
+    "rule": "vendor or edge or router"
   },
   {
     "name": "UPSTREAM_URL",
     "default": "",
     "kind": "url",
     "module": true,
-    "doc": "the upstream's base URL"
+    "doc": "the upstream's base URL",
+    "rule": "an http(s) URL"
   },
   {
     "name": "UPSTREAM_API_KEY",
     "default": "",
     "kind": "text",
     "secret": true,
-    "doc": "the operator's upstream key"
+    "doc": "the operator's upstream key",
+    "rule": "any text"
   },
   {
     "name": "SERVICE_DEFAULT_MODEL",
     "default": "",
     "kind": "text",
     "module": true,
-    "doc": "model used when a request names none (unset: model-latest, edge: vendor/model)"
+    "doc": "model used when a request names none (unset: model-latest, edge: vendor/model)",
+    "rule": "any text"
   },
   {
     "name": "SERVICE_RATE_LIMIT",
@@ -141,7 +149,8 @@ export const SETTINGS = Object.freeze([
     "kind": "int",
     "min": 1,
     "module": true,
-    "doc": "decision requests per account per minute"
+    "doc": "decision requests per account per minute",
+    "rule": "a whole number ≥ 1"
   },
   {
     "name": "SERVICE_MODELS_RATE_LIMIT",
@@ -149,7 +158,8 @@ export const SETTINGS = Object.freeze([
     "kind": "int",
     "min": 1,
     "module": true,
-    "doc": "GET /v1/models per account per minute"
+    "doc": "GET /v1/models per account per minute",
+    "rule": "a whole number ≥ 1"
   },
   {
     "name": "SERVICE_AUTH_RATE_LIMIT",
@@ -157,81 +167,93 @@ export const SETTINGS = Object.freeze([
     "kind": "int",
     "min": 1,
     "module": true,
-    "doc": "API authentication attempts per hashed client address per minute"
+    "doc": "API authentication attempts per hashed client address per minute",
+    "rule": "a whole number ≥ 1"
   },
   {
     "name": "SERVICE_WELCOME_CREDITS",
     "default": "100",
     "kind": "int",
     "module": true,
-    "doc": "one-time grant on first verification; 0 grants nothing"
+    "doc": "one-time grant on first verification; 0 grants nothing",
+    "rule": "a whole number ≥ 0"
   },
   {
     "name": "SERVICE_DOCS_URL",
     "default": "",
     "kind": "text",
     "module": true,
-    "doc": "documentation link in the public configuration"
+    "doc": "documentation link in the public configuration",
+    "rule": "any text"
   },
   {
     "name": "SERVICE_IDEMPOTENCY_TTL",
     "default": "24h",
     "kind": "duration",
     "module": true,
-    "doc": "idempotency retention"
+    "doc": "idempotency retention",
+    "rule": "a Go duration \u003e 0 (30s, 24h)"
   },
   {
     "name": "MAIL_URL",
     "default": "",
     "kind": "url",
     "module": true,
-    "doc": "HTTP mail endpoint for sign-in links"
+    "doc": "HTTP mail endpoint for sign-in links",
+    "rule": "an http(s) URL"
   },
   {
     "name": "MAIL_API_KEY",
     "default": "",
     "kind": "text",
     "secret": true,
-    "doc": "the mail endpoint's Bearer token"
+    "doc": "the mail endpoint's Bearer token",
+    "rule": "any text"
   },
   {
     "name": "SERVICE_MAIL_FROM",
     "default": "",
     "kind": "text",
     "module": true,
-    "doc": "sender address of sign-in mail"
+    "doc": "sender address of sign-in mail",
+    "rule": "any text"
   },
   {
     "name": "GATEWAY_POOL_SIZE",
     "default": "8",
     "kind": "int",
     "min": 1,
-    "doc": "instances per function"
+    "doc": "instances per function",
+    "rule": "a whole number ≥ 1"
   },
   {
     "name": "GATEWAY_REQUEST_TIMEOUT",
     "default": "60s",
     "kind": "duration",
     "module": true,
-    "doc": "per-request deadline"
+    "doc": "per-request deadline",
+    "rule": "a Go duration \u003e 0 (30s, 24h)"
   },
   {
     "name": "GATEWAY_FUNCTIONS_DIR",
     "default": "build/functions",
     "kind": "text",
-    "doc": "where the function modules are"
+    "doc": "where the function modules are",
+    "rule": "any text"
   },
   {
     "name": "GATEWAY_DATA_DIR",
     "default": ".data",
     "kind": "text",
-    "doc": "compilation cache and dev files"
+    "doc": "compilation cache and dev files",
+    "rule": "any text"
   },
   {
     "name": "GATEWAY_TRUSTED_PROXIES",
     "default": "",
     "kind": "cidrs",
-    "doc": "reverse proxies whose forwarded header is believed"
+    "doc": "reverse proxies whose forwarded header is believed",
+    "rule": "CIDRs or addresses"
   },
   {
     "name": "GATEWAY_FORWARDED_HEADER",
@@ -241,46 +263,53 @@ export const SETTINGS = Object.freeze([
       "X-Forwarded-For",
       "Forwarded"
     ],
-    "doc": "the header the trusted proxies maintain"
+    "doc": "the header the trusted proxies maintain",
+    "rule": "X-Forwarded-For or Forwarded"
   },
   {
     "name": "GATEWAY_READ_HEADER_TIMEOUT",
     "default": "10s",
     "kind": "duration",
-    "doc": "time a client has to send its request line and headers"
+    "doc": "time a client has to send its request line and headers",
+    "rule": "a Go duration \u003e 0 (30s, 24h)"
   },
   {
     "name": "GATEWAY_BODY_TIMEOUT",
     "default": "30s",
     "kind": "duration",
-    "doc": "time a client has to send its body"
+    "doc": "time a client has to send its body",
+    "rule": "a Go duration \u003e 0 (30s, 24h)"
   },
   {
     "name": "GATEWAY_IDLE_TIMEOUT",
     "default": "120s",
     "kind": "duration",
-    "doc": "how long an idle keep-alive connection is kept"
+    "doc": "how long an idle keep-alive connection is kept",
+    "rule": "a Go duration \u003e 0 (30s, 24h)"
   },
   {
     "name": "GATEWAY_MAX_HEADER_BYTES",
     "default": "65536",
     "kind": "int",
     "min": 4096,
-    "doc": "largest request header block"
+    "doc": "largest request header block",
+    "rule": "a whole number ≥ 4096"
   },
   {
     "name": "GATEWAY_DEV",
     "default": "",
     "kind": "flag",
     "module": true,
-    "doc": "set by serve --dev"
+    "doc": "set by serve --dev",
+    "rule": "0 or 1"
   },
   {
     "name": "GATEWAY_EMULATOR",
     "default": "",
     "kind": "flag",
     "module": true,
-    "doc": "set when the upstream is the built-in emulator"
+    "doc": "set when the upstream is the built-in emulator",
+    "rule": "0 or 1"
   }
 ]);
 

@@ -29,7 +29,15 @@ func contractJS() []byte {
 		fmt.Fprintf(&b, "  %s: %d,\n", e.Code, e.Status)
 	}
 	b.WriteString("});\n\n")
-	export(&b, "SETTINGS", "every setting: name, default, kind, min, values, secret, module, doc", contract.Settings)
+	type row struct {
+		contract.Setting
+		Rule string `json:"rule"`
+	}
+	var settings []row
+	for i := range contract.Settings {
+		settings = append(settings, row{contract.Settings[i], contract.RuleOf(&contract.Settings[i])})
+	}
+	export(&b, "SETTINGS", "every setting: name, default, kind, min, values, secret, module, doc and its rule in words", settings)
 	export(&b, "SECRET_NAMES", "names that are secrets whatever their suffix", contract.SecretNames)
 	export(&b, "SECRET_SUFFIXES", "suffixes that mark any other name as a secret", contract.SecretSuffixes)
 	export(&b, "KEY_FORMAT", "the shape of every bearer secret (shared/keys)", keys.Format)
