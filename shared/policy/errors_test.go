@@ -15,7 +15,9 @@ func TestErrorStatusComesFromTheTable(t *testing.T) {
 			continue // only ever sent with the upstream's status (ErrorAs)
 		}
 		r := Error(e.Code, "m")
-		var body struct{ Error struct{ Code, Message string } }
+		var body struct {
+			Error struct{ Code, Message string }
+		}
 		if err := json.Unmarshal(r.Body, &body); err != nil {
 			t.Fatalf("%s: %v", e.Code, err)
 		}
