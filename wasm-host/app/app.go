@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"decisiongateway/shared/ledgerq"
 	"log/slog"
 	"net/http"
 	"os"
@@ -62,7 +63,8 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	}
 	ledc := make(chan opened, 1)
 	go func() {
-		led, err := ledger.Open(ctx, cfg.LedgerURL, cfg.LedgerToken)
+		// The decision path's statements compile while the modules load.
+		led, err := ledger.OpenWith(ctx, cfg.LedgerURL, cfg.LedgerToken, ledger.Options{Prepare: ledgerq.DecisionStatements()})
 		if err == nil {
 			if err = led.RequireMigrated(ctx); err != nil {
 				led.Close()

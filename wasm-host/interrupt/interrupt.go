@@ -110,6 +110,12 @@ const (
 	// iterations of the running loop: about 4 µs for the tightest, 0.4 ms
 	// for a loop body of 100 ns.
 	DefaultBudget = 1 << 12
+
+	// Version names the form of Instrument's output. A host that keeps
+	// instrumented modules between starts (wasm-host/runtime) keys them by
+	// it, so it must change whenever the output for the same input does;
+	// TestInstrumentOutputIsPinned fails until it has.
+	Version = 1
 )
 
 // Section ids, and the order non-custom sections must appear in. The tag

@@ -3,6 +3,7 @@ package interrupt
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -194,4 +195,18 @@ func exportCount(tb testing.TB, wasm []byte) uint32 {
 func benchConfigRequest() abi.Request {
 	return abi.Request{Method: "GET", Path: "/api/service/config", RequestID: "bench",
 		Headers: abi.Headers{{Name: "accept", Value: "application/json"}}}
+}
+
+// TestInstrumentOutputIsPinned holds Instrument's output for a fixed module
+// to a recorded hash. Hosts cache instrumented modules keyed by Version, so
+// an Instrument that changes its output without a new Version would have a
+// restarted host run modules instrumented the old way. When this fails on
+// purpose: increment Version and record the new hash here.
+func TestInstrumentOutputIsPinned(t *testing.T) {
+	const want = "v1-99ab683f2092b93be04c93997888729c0a96ac96682533eac7212e1a03c8f78c"
+	out := mustInstrument(t, handModule())
+	got := fmt.Sprintf("v%d-%x", Version, sha256.Sum256(out))
+	if got != want {
+		t.Errorf("instrumented hand module is %s, pinned %s: bump Version if the output changed, then pin the new value", got, want)
+	}
 }

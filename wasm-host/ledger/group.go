@@ -17,6 +17,7 @@ import (
 func (e *Executor) write() {
 	defer close(e.stopped)
 	defer e.closeConn()
+	e.warm()
 	for {
 		var first *job
 		select {
@@ -28,6 +29,31 @@ func (e *Executor) write() {
 			e.commit(group)
 		}
 	}
+}
+
+// warm compiles Options.Prepare into the statement cache before the
+// writer takes its first batch.
+func (e *Executor) warm() {
+	if e.remote || e.stmtCache == 0 || len(e.prepare) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), txTimeout)
+	defer cancel()
+	conn, err := e.writerConn(ctx)
+	if err != nil {
+		return // the first batch opens the connection again and reports why not
+	}
+	_ = conn.Raw(func(dc any) error {
+		s := e.session(ctx, dc.(driver.Conn))
+		for _, sql := range append([]string{"BEGIN IMMEDIATE", "COMMIT"}, e.prepare...) {
+			if s.cache == nil || s.cache.len() >= s.cache.limit {
+				break
+			}
+			_, _ = s.prepared(sql)
+		}
+		return nil
+	})
+	e.connIdle = time.Now()
 }
 
 // gather takes first and up to maxGroup-1 more batches that are already

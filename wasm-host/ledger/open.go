@@ -41,6 +41,14 @@ type Options struct {
 	// context allows. Operator commands, which have no client waiting on a
 	// deadline, are more patient (OperatorPatience).
 	Patience time.Duration
+	// Prepare is SQL the writer compiles into its statement cache as soon
+	// as it starts, on an embedded file (a remote server compiles every
+	// request's text itself). A host passes the decision path's statements
+	// (ledgerq.DecisionStatements), so the first decision after a start does
+	// not pay SQLite's compiler: Open returns at once and the compiling
+	// happens while the host's modules load. A text that does not compile is
+	// skipped here and fails where it is used.
+	Prepare []string
 }
 
 // OperatorPatience is the Patience of operator commands: long enough to
@@ -86,6 +94,7 @@ type Executor struct {
 	connIdle  time.Time  // when conn last finished a transaction
 	cache     *stmtCache // conn's prepared statements (embedded); nil when none yet
 	stmtCache int        // the cache's bound; 0 turns it off
+	prepare   []string   // compiled by the writer when it starts (Options.Prepare)
 }
 
 // defaultMaxGroup bounds how many queued batches share one transaction. It
@@ -183,6 +192,7 @@ func open(ctx context.Context, url, authToken string, o Options, tune tuning) (*
 		queue:     make(chan *job, 4*defaultMaxGroup),
 		closing:   make(chan struct{}),
 		stopped:   make(chan struct{}),
+		prepare:   o.Prepare,
 	}
 	if hc != nil {
 		hc.trips = &e.counters.roundTrips

@@ -38,13 +38,13 @@ import (
 // Atomicity: the batch is BEGIN IMMEDIATE, the steps, COMMIT, then ROLLBACK
 // if COMMIT did not succeed. Hrana runs a step after a failed one, and some
 // SQLite errors end the transaction by themselves, after which further
-// statements would commit one by one; so after each real step a checkpoint
-// (SELECT 1) runs only if nothing has failed so far, and every later real
-// step and the COMMIT run only if the latest checkpoint did. "Step k did not
-// fail" is written ok(k) or not(k's condition): sqld 0.24 also counts a
-// skipped step as error(k), so that test cannot be used. That keeps the
-// condition of each step small (linear in the batch) instead of naming
-// every earlier step.
+// statements would commit one by one; so every real step and the COMMIT
+// run only if no real step before them failed. "Step k did not fail" is
+// written ok(k) or not(k's own tests): sqld 0.24 also counts a skipped step
+// as error(k), so that test cannot be used. A condition names the steps
+// since the latest checkpoint, a SELECT 1 that runs every checkpointEvery
+// real steps only if none before it failed; that keeps each condition
+// short instead of naming every earlier step.
 //
 // Batches the translation cannot express exactly (a value test on a
 // statement that writes and returns rows, on a multi-column or
@@ -64,6 +64,12 @@ const (
 		guardFail + " END FROM (SELECT ("
 	truthSuffix = "\n) AS v)"
 )
+
+// checkpointEvery is how many real steps may run between checkpoints. Each
+// real step's condition names the ones since the last checkpoint, so the
+// request grows with it; sqld spends about as much on a checkpoint as on a
+// small statement, so one per step doubled a decision's statements.
+const checkpointEvery = 8
 
 // remotePlan is a group of batches translated into one Hrana batch.
 type remotePlan struct {
@@ -101,7 +107,10 @@ func translate(group []*job) (*remotePlan, bool) {
 		return p, true
 	}
 	p.begin = p.add(hranaStmt{SQL: "BEGIN IMMEDIATE"}, nil, kindControl)
-	alive := okCond(p.begin)
+	// A real step runs when the latest checkpoint ran, no real step since
+	// has failed (the window), and its own tests hold.
+	base, window := okCond(p.begin), make([]hranaCond, 0, checkpointEvery)
+	alive := func() []hranaCond { return append([]hranaCond{base}, window...) }
 	for ji, j := range group {
 		needAff, needTruth, ok := needs(j)
 		if !ok {
@@ -111,7 +120,7 @@ func translate(group []*job) (*remotePlan, bool) {
 		g := make([]guards, len(j.steps))
 		for i := range j.steps {
 			st := &j.steps[i]
-			conds := []hranaCond{alive}
+			var tests []hranaCond
 			run := true
 			for _, c := range st.When {
 				hc, known, holds := condition(c, at, g, j.shapes)
@@ -119,14 +128,13 @@ func translate(group []*job) (*remotePlan, bool) {
 					run = run && holds
 					continue
 				}
-				conds = append(conds, hc)
+				tests = append(tests, hc)
 			}
 			at[i], g[i] = -1, guards{-1, -1}
 			if !run {
 				continue
 			}
-			cond := andCond(conds)
-			k := p.add(realStmt(st, j.shapes[i]), cond, kindReal)
+			k := p.add(realStmt(st, j.shapes[i]), andCond(append(alive(), tests...)), kindReal)
 			at[i] = k
 			if needAff[i] && j.shapes[i].dml {
 				g[i].affected = p.add(hranaStmt{SQL: sqlAffected}, ptr(okCond(k)), kindGuard)
@@ -134,15 +142,22 @@ func translate(group []*job) (*remotePlan, bool) {
 			if needTruth[i] && j.shapes[i].rows {
 				g[i].truthy = p.add(hranaStmt{SQL: truthPrefix + st.SQL + truthSuffix, Args: hranaArgs(st.Args)}, ptr(okCond(k)), kindGuard)
 			}
-			// "k did not fail" is "k succeeded or its condition was false":
-			// sqld's error(k) is also true for a skipped step.
-			noErr := hranaCond{Type: "or", Conds: []hranaCond{okCond(k), notCond(*cond)}}
-			cp := p.add(hranaStmt{SQL: "SELECT 1"}, andCond([]hranaCond{alive, noErr}), kindControl)
-			alive = okCond(cp)
+			// "k did not fail" is "k succeeded or its own tests were
+			// false" (sqld's error(k) is also true for a skipped step).
+			// Leaving out the window's terms keeps each condition linear;
+			// where they were false, every later step is skipped anyway.
+			noErr := okCond(k)
+			if len(tests) > 0 {
+				noErr = hranaCond{Type: "or", Conds: []hranaCond{okCond(k), notCond(*andCond(tests))}}
+			}
+			if window = append(window, noErr); len(window) == checkpointEvery {
+				cp := p.add(hranaStmt{SQL: "SELECT 1"}, andCond(alive()), kindControl)
+				base, window = okCond(cp), window[:0:0]
+			}
 		}
 		p.at[ji] = at
 	}
-	p.commit = p.add(hranaStmt{SQL: "COMMIT"}, &alive, kindControl)
+	p.commit = p.add(hranaStmt{SQL: "COMMIT"}, andCond(alive()), kindControl)
 	rb := notCond(okCond(p.commit))
 	p.add(hranaStmt{SQL: "ROLLBACK"}, &rb, kindControl)
 	return p, true

@@ -365,3 +365,39 @@ func TestRemoteStaleStreamIsReplaced(t *testing.T) {
 		t.Errorf("%d requests, want 2 (refused, then a new stream)", got)
 	}
 }
+
+// A step that ends the transaction by itself (INSERT OR ROLLBACK on a
+// conflict) must stop every later step, wherever it falls against the
+// translation's checkpoints: statements after it would otherwise commit one
+// by one outside any transaction.
+func TestFailureEndingTheTransactionStopsLaterSteps(t *testing.T) {
+	eachBackend(t, func(t *testing.T, url string) {
+		e := openT(t, url)
+		run(t, e, stmt("CREATE TABLE r (k INTEGER PRIMARY KEY)"))
+		const n = 3*checkpointEvery + 2
+		for _, at := range []int{1, checkpointEvery - 1, checkpointEvery, checkpointEvery + 1, 2 * checkpointEvery, n - 1} {
+			t.Run(fmt.Sprint(at), func(t *testing.T) {
+				var steps []abi.Statement
+				for i := 0; i < n; i++ {
+					k := int64(at*1000 + i)
+					if i == at {
+						k = int64(at * 1000) // the first step's key again
+					}
+					s := stmt("INSERT OR ROLLBACK INTO r (k) VALUES (?)", abi.Int64(k))
+					if i%3 == 2 {
+						// Conditional steps too: a true test on an earlier one.
+						s = when(s, abi.Cond{Step: i - 1, Test: abi.Affected})
+					}
+					steps = append(steps, s)
+				}
+				res := e.Exec(testCtx(t), &abi.Batch{Steps: steps})
+				if want := fmt.Sprintf("ledger: step %d: ", at); !strings.HasPrefix(res.Err, want) {
+					t.Errorf("error %q, want one naming step %d", res.Err, at)
+				}
+				if c := scalar(t, e, "SELECT count(*) FROM r"); c != 0 {
+					t.Errorf("%d rows committed by a failed batch", c)
+				}
+			})
+		}
+	})
+}

@@ -8,4 +8,9 @@ import "context"
 // The host closes a module when a release replaces it (wasm-host/canary),
 // so that rolling versions out for months does not keep every build's
 // machine code alive.
-func (m *Module) Close(ctx context.Context) error { return m.compiled.Close(ctx) }
+func (m *Module) Close(ctx context.Context) error {
+	if inst := m.spare.Swap(nil); inst != nil {
+		inst.close(ctx)
+	}
+	return m.compiled.Close(ctx)
+}

@@ -7,9 +7,13 @@ package runtime
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -51,6 +55,7 @@ type Options struct {
 // Engine owns the wazero runtime shared by all functions.
 type Engine struct {
 	recycle  uint32
+	cacheDir string // Options.CacheDir
 	rt       wazero.Runtime
 	cache    wazero.CompilationCache
 	services Services
@@ -86,7 +91,7 @@ func NewEngine(ctx context.Context, opts Options, s Services) (*Engine, error) {
 		cfg = cfg.WithCompilationCache(c)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	e := &Engine{rt: rt, cache: cache, services: s, recycle: opts.RecycleBytes}
+	e := &Engine{rt: rt, cache: cache, cacheDir: opts.CacheDir, services: s, recycle: opts.RecycleBytes}
 	if e.recycle == 0 {
 		e.recycle = 8 << 20
 	}
@@ -114,11 +119,18 @@ func (e *Engine) Close(ctx context.Context) error {
 // interrupt), compiles it and checks that it speaks this ABI version. The
 // module's name and version (its hash) stay those of the bytes given.
 func (e *Engine) Compile(ctx context.Context, name string, wasm []byte) (*Module, error) {
-	wasm, err := interrupt.Instrument(wasm)
+	out, cached, err := e.instrument(wasm)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %s: %w", name, err)
 	}
-	cm, err := e.rt.CompileModule(ctx, wasm)
+	cm, err := e.rt.CompileModule(ctx, out)
+	if err != nil && cached {
+		// A damaged cache entry: replace it, as if there had been none.
+		_ = os.Remove(e.instrumentedPath(wasm))
+		if out, _, err = e.instrument(wasm); err == nil {
+			cm, err = e.rt.CompileModule(ctx, out)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("runtime: compile %s: %w", name, err)
 	}
@@ -134,17 +146,61 @@ func (e *Engine) Compile(ctx context.Context, name string, wasm []byte) (*Module
 		cm.Close(ctx)
 		return nil, err
 	}
-	defer inst.close(ctx)
 	res, err := inst.version.Call(ctx)
 	if err != nil {
+		inst.close(ctx)
 		cm.Close(ctx)
 		return nil, fmt.Errorf("runtime: %s: abi version: %w", name, err)
 	}
 	if v := uint32(res[0]); v != abi.Version {
+		inst.close(ctx)
 		cm.Close(ctx)
 		return nil, fmt.Errorf("runtime: %s speaks ABI v%d, host implements v%d", name, v, abi.Version)
 	}
+	// Asking its version changed nothing in the instance: it becomes the
+	// first pooled one (NewFunction) instead of a second instantiation on
+	// the way to a fresh host's first answer.
+	m.spare.Store(inst)
 	return m, nil
+}
+
+// instrument returns wasm with its deadline checks (interrupt.Instrument).
+// With a cache directory, the result is kept there under the hash of the
+// bytes given and the instrumentation's version, and read back on the next
+// start: instrumenting the decision module costs about a millisecond on
+// every start, on the path to the first answer, and the cache directory is
+// already trusted with wazero's compiled machine code. cached reports that
+// out came from the cache.
+func (e *Engine) instrument(wasm []byte) (out []byte, cached bool, err error) {
+	if e.cacheDir == "" {
+		out, err = interrupt.Instrument(wasm)
+		return out, false, err
+	}
+	path := e.instrumentedPath(wasm)
+	if b, err := os.ReadFile(path); err == nil {
+		return b, true, nil
+	}
+	if out, err = interrupt.Instrument(wasm); err != nil {
+		return nil, false, err
+	}
+	// Best effort: a start that cannot write the cache instruments again
+	// next time. Renamed into place, so a reader never sees half a file.
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+		if f, err := os.CreateTemp(filepath.Dir(path), "tmp-*"); err == nil {
+			_, werr := f.Write(out)
+			if cerr := f.Close(); werr == nil && cerr == nil {
+				_ = os.Rename(f.Name(), path)
+			}
+			_ = os.Remove(f.Name())
+		}
+	}
+	return out, false, nil
+}
+
+// instrumentedPath is where instrument keeps wasm's instrumented form.
+func (e *Engine) instrumentedPath(wasm []byte) string {
+	sum := sha256.Sum256(wasm)
+	return filepath.Join(e.cacheDir, "instrumented", fmt.Sprintf("v%d-%x.wasm", interrupt.Version, sum))
 }
 
 // await makes the outbound call of an Await for a request that holds no
@@ -169,6 +225,7 @@ type Module struct {
 	engine   *Engine
 	name     string
 	compiled wazero.CompiledModule
+	spare    atomic.Pointer[instance] // the instance Compile checked, until a pool takes it
 }
 
 // Name is the function name the module was compiled under.

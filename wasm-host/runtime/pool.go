@@ -78,9 +78,12 @@ func (f *Function) Stats() Stats {
 }
 
 func (f *Function) newInstance(ctx context.Context) (*instance, error) {
-	inst, err := f.module.instantiate(context.WithoutCancel(ctx))
-	if err != nil {
-		return nil, err
+	inst := f.module.spare.Swap(nil)
+	if inst == nil {
+		var err error
+		if inst, err = f.module.instantiate(context.WithoutCancel(ctx)); err != nil {
+			return nil, err
+		}
 	}
 	f.created.Add(1)
 	return inst, nil

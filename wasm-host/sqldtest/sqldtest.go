@@ -221,8 +221,9 @@ func freePort() (int, error) {
 
 // Backend is one ledger backend for a table-driven test.
 type Backend struct {
-	Name string // "embedded" or "sqld"
-	URL  string // a LIBSQL_URL value
+	Name   string  // "embedded" or "sqld"
+	URL    string  // a LIBSQL_URL value
+	Server *Server // the sqld process; nil for the embedded file
 }
 
 // Backends returns a fresh embedded database file and a fresh sqld, so a
@@ -230,8 +231,9 @@ type Backend struct {
 // test ends.
 func Backends(t testing.TB) []Backend {
 	t.Helper()
+	srv := StartServer(t)
 	return []Backend{
 		{Name: "embedded", URL: "file:" + filepath.Join(t.TempDir(), "ledger.db")},
-		{Name: "sqld", URL: Start(t)},
+		{Name: "sqld", URL: srv.URL, Server: srv},
 	}
 }
