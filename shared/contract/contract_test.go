@@ -221,3 +221,34 @@ func thousands(n int64) string {
 	}
 	return s
 }
+
+// readmeRow matches a row of the README's configuration table: the name,
+// then the default cell.
+var readmeRow = regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\|([^|]*)\\|")
+
+// The README's configuration table names only settings of the table, names
+// every one an operator sets (GATEWAY_DEV and GATEWAY_EMULATOR are set by
+// serve --dev), and a default it gives as one value is the table's.
+func TestReadmeConfigurationMatchesTheTable(t *testing.T) {
+	doc := read(t, "README.md")
+	listed := map[string]bool{}
+	for _, m := range readmeRow.FindAllStringSubmatch(doc, -1) {
+		s := contract.SettingNamed(m[1])
+		if s == nil {
+			continue // other tables of the README
+		}
+		listed[s.Name] = true
+		cell := strings.TrimSpace(m[2])
+		if regexp.MustCompile("^`[^`]*`$").MatchString(cell) && strings.Trim(cell, "`") != s.Default {
+			t.Errorf("README: %s defaults to %s, the table says %q", s.Name, cell, s.Default)
+		}
+		if cell == "" && s.Default != "" {
+			t.Errorf("README: %s has no default, the table says %q", s.Name, s.Default)
+		}
+	}
+	for _, s := range contract.Settings {
+		if !listed[s.Name] && s.Name != "GATEWAY_DEV" && s.Name != "GATEWAY_EMULATOR" {
+			t.Errorf("README's configuration table does not list %s", s.Name)
+		}
+	}
+}
