@@ -98,7 +98,7 @@ func TestCodesAreNamedNotRetyped(t *testing.T) {
 		codes[`"`+string(e.Code)+`"`] = true
 	}
 	literal := regexp.MustCompile(`"[a-z]+(?:_[a-z]+)+"`)
-	for _, dir := range []string{"functions", "shared", "wasm-host", "wrangler-compat"} {
+	for _, dir := range []string{"console", "functions", "shared", "wasm-host", "wrangler-compat"} {
 		filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() && (d.Name() == "node_modules" || d.Name() == "contract") {
 				return filepath.SkipDir
