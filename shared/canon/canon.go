@@ -81,7 +81,12 @@ func Append(dst, body []byte, effectiveModel string) ([]byte, error) {
 // Fingerprint is the lower-case hex SHA-256 of a canonical form: the key of
 // an idempotency record's request.
 func Fingerprint(canonical []byte) string {
-	sum := sha256.Sum256(canonical)
+	return FingerprintOf(sha256.Sum256(canonical))
+}
+
+// FingerprintOf is the Fingerprint of a canonical form whose SHA-256 the
+// caller computed (platform.Env.SHA256: the host may do it faster).
+func FingerprintOf(sum [32]byte) string {
 	return hex.EncodeToString(sum[:])
 }
 

@@ -15,10 +15,12 @@ import (
 
 	"decisiongateway/functions/console"
 	"decisiongateway/shared/abi"
+	"decisiongateway/wasm-host/buildinfo"
 	"decisiongateway/wasm-host/canary"
 	"decisiongateway/wasm-host/egress"
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/ledger"
+	"decisiongateway/wasm-host/metrics"
 	"decisiongateway/wasm-host/routes"
 	"decisiongateway/wasm-host/runtime"
 	"decisiongateway/wasm-host/server"
@@ -36,8 +38,10 @@ type App struct {
 	// Releases serve each function as a stable and an optional canary
 	// version, following the ledger (`gateway release`, README).
 	Releases *canary.Table
-	handler  http.Handler
-	ready    readyCache
+	// Metrics are the host's Prometheus families (MetricsPath).
+	Metrics *metrics.Host
+	handler http.Handler
+	ready   readyCache
 }
 
 // releasePoll is how often a host reads the release table from the ledger:
@@ -74,6 +78,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		ledc <- opened{led, err}
 	}()
 	a := &App{Config: cfg, Log: log, Functions: map[string]*Function{}}
+	a.observe(buildinfo.Version())
 	eng, err := runtime.NewEngine(ctx, runtime.Options{CacheDir: filepath.Join(cfg.DataDir, "wazero-cache")}, a.services())
 	if err != nil {
 		if o := <-ledc; o.led != nil {
@@ -128,14 +133,16 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		log.Error("some releases were not applied; those functions serve their built module", "error", err.Error())
 	}
 	a.Releases.Start(releasePoll)
+	a.attachReleases()
 	a.Server = &server.Server{
 		Routes: routes.Table, Functions: handlers, Timeout: cfg.RequestTimeout, Log: log,
 		Client:      a.client(),
 		BodyTimeout: cfg.BodyTimeout,
+		Observer:    a.Metrics,
 	}
 	// GET requests no route takes are the browser console's page and assets.
 	a.Server.Static = console.Handler()
-	a.handler = a.probes(a.Releases.Wrap(a.Server))
+	a.handler = a.probes(a.serveMetrics(a.Releases.Wrap(a.Server)))
 	return a, nil
 }
 
@@ -184,14 +191,10 @@ func (a *App) services() runtime.Services {
 	return runtime.Services{
 		// The ledger and egress are set before New returns, and no guest
 		// runs before then.
-		Ledger: func(ctx context.Context, b *abi.Batch) abi.BatchResult { return a.Ledger.Exec(ctx, b) },
-		Fetch:  func(ctx context.Context, f *abi.FetchRequest) abi.FetchResponse { return a.Egress.Fetch(ctx, f) },
-		AI: func(ctx context.Context, r *abi.AIRequest) abi.AIResponse {
-			if a.Config.UpstreamKind != "edge" {
-				return abi.AIResponse{ErrKind: abi.FetchErrDenied, ErrMsg: "no model binding configured"}
-			}
-			return a.Egress.RunAI(ctx, a.Config.UpstreamURL, r)
-		},
+		// Each is counted in the host's metrics (observe.go).
+		Ledger: a.ledgerExec,
+		Fetch:  a.fetch,
+		AI:     a.runAI,
 		Config: a.Config.Get,
 		Log: func(ctx context.Context, fn, rid string, rec *abi.LogRecord) {
 			attrs := []any{"function", fn, "request_id", rid}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/wasm-host/canary"
 	wrt "decisiongateway/wasm-host/runtime"
 )
 
@@ -19,8 +20,11 @@ import (
 // request for one that is not ready yet waits for that one alone.
 type Function struct {
 	name string
-	once sync.Once
-	load func() (*wrt.Function, error)
+	// version is the module's label, function@sha (wasm-host/canary), for
+	// the pool metrics.
+	version string
+	once    sync.Once
+	load    func() (*wrt.Function, error)
 	// done is what loading gave, set once; nil until then, so it can be
 	// read without waiting on once.
 	done atomic.Pointer[loaded]
@@ -32,7 +36,7 @@ type loaded struct {
 }
 
 func (a *App) loader(name string, wasm []byte) *Function {
-	return &Function{name: name, load: func() (*wrt.Function, error) {
+	return &Function{name: name, version: canary.VersionOf(name, wasm).Label(), load: func() (*wrt.Function, error) {
 		ctx := context.Background()
 		m, err := a.Engine.Compile(ctx, name, wasm)
 		if err != nil {

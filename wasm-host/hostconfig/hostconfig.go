@@ -6,6 +6,7 @@ package hostconfig
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"net/url"
 	"os"
@@ -44,6 +45,9 @@ type Config struct {
 	BodyTimeout       time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
+	// MetricsAddr (GATEWAY_METRICS_ADDR), when set, is a listener of its
+	// own that serves the metrics to any client (README, "Observability").
+	MetricsAddr string
 
 	// plain holds the settings modules may read (see Get).
 	plain map[string]string
@@ -79,6 +83,7 @@ func From(getenv func(string) string) (*Config, error) {
 		BodyTimeout:       duration(v["GATEWAY_BODY_TIMEOUT"]),
 		IdleTimeout:       duration(v["GATEWAY_IDLE_TIMEOUT"]),
 		MaxHeaderBytes:    atoi(v["GATEWAY_MAX_HEADER_BYTES"]),
+		MetricsAddr:       v["GATEWAY_METRICS_ADDR"],
 		plain:             map[string]string{},
 	}
 	if p := v["GATEWAY_TRUSTED_PROXIES"]; p != "" {
@@ -204,4 +209,22 @@ func (c *Config) Get(name string) string {
 		return ""
 	}
 	return c.plain[name]
+}
+
+// LogLevel reads GATEWAY_LOG_LEVEL by its rule in contract.Settings: debug,
+// info (the default, also for an empty value), warn or error, in any case.
+// At info the host logs a line per request; at warn only answers it failed
+// to give (5xx) and what went wrong; at debug also what functions log at
+// debug. The commands read it before anything else, to log the rest.
+func LogLevel(v string) (slog.Level, error) {
+	if v == "" {
+		return slog.LevelInfo, nil
+	}
+	v, err := Check(contract.SettingNamed("GATEWAY_LOG_LEVEL"), v)
+	if err != nil {
+		return 0, err
+	}
+	var l slog.Level
+	l.UnmarshalText([]byte(v))
+	return l, nil
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"decisiongateway/shared/abi"
@@ -23,6 +24,41 @@ import (
 	"decisiongateway/wasm-host/routes"
 	"decisiongateway/wasm-host/runtime"
 )
+
+// causeKey finds a request's causeNote in its context.
+type causeKey struct{}
+
+// causeNote is the request's context, carrying what went wrong with its
+// outbound calls (NoteCause) to the request's log line. It is the context
+// itself, so noting costs the request one allocation, not two.
+type causeNote struct {
+	context.Context
+	cause atomic.Pointer[string]
+}
+
+func (c *causeNote) Value(key any) any {
+	if key == (causeKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+func (c *causeNote) String() string {
+	if p := c.cause.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// NoteCause records why an outbound call made for ctx's request failed,
+// for the log line of its answer (a 502 or 504 names its cause). The last
+// note wins. Outside a request served by a Server it does nothing. The
+// text must hold no secret; the host's log redaction is the second line.
+func NoteCause(ctx context.Context, cause string) {
+	if c, ok := ctx.Value(causeKey{}).(*causeNote); ok {
+		c.cause.Store(&cause)
+	}
+}
 
 // Handler is what serves a route: a pooled function module.
 type Handler interface {
@@ -45,6 +81,15 @@ type Server struct {
 	// passes, and no function has run: the body is read whole first, so a
 	// slow client holds a connection and a goroutine, never an instance.
 	BodyTimeout time.Duration
+	// Observer, when set, is told of every answer but the static files'
+	// (the host's metrics, wasm-host/metrics).
+	Observer Observer
+}
+
+// Observer is told of every request the server answered: route is the
+// table's entry, nil when no route took the request.
+type Observer interface {
+	Served(route *routes.Route, resp *abi.Response, elapsed time.Duration)
 }
 
 // NewRequestID returns a fresh platform request id: 32 lower-case hex digits.
@@ -57,7 +102,7 @@ func NewRequestID() string {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rid := NewRequestID()
-	resp, fn := s.serve(w, r, rid)
+	resp, route, cause := s.serve(w, r, rid)
 	if resp.Status == 0 && s.Static != nil {
 		// No route: the console's static files, which set their own headers.
 		w.Header().Set("X-Request-Id", rid)
@@ -65,29 +110,64 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	write(w, r, rid, &resp)
-	s.Log.Info("request",
-		"request_id", rid, "method", r.Method, "path", r.URL.Path, "function", fn,
-		"status", resp.Status, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+	elapsed := time.Since(start)
+	if s.Observer != nil {
+		s.Observer.Served(route, &resp, elapsed)
+	}
+	s.logAnswer(r, rid, route, &resp, cause, elapsed)
+}
+
+// logAnswer writes the request's log line. An answer the gateway failed to
+// give (5xx) is a warning, and a 502 or 504, where something beyond the
+// function failed, an error; both carry the error code and, when the host
+// knows it, the cause: the failed outbound call, or why the function
+// stopped. Log levels: GATEWAY_LOG_LEVEL (README, "Configuration").
+func (s *Server) logAnswer(r *http.Request, rid string, route *routes.Route, resp *abi.Response, cause string, elapsed time.Duration) {
+	level := slog.LevelInfo
+	switch {
+	case resp.Status == http.StatusBadGateway || resp.Status == http.StatusGatewayTimeout:
+		level = slog.LevelError
+	case resp.Status >= 500:
+		level = slog.LevelWarn
+	}
+	ctx := r.Context()
+	if !s.Log.Enabled(ctx, level) {
+		return
+	}
+	fn := ""
+	if route != nil {
+		fn = route.Function
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", rid), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.String("function", fn), slog.Int("status", resp.Status),
+		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+	}
+	if level > slog.LevelInfo {
+		attrs = append(attrs, slog.String("code", resp.Headers.Get(policy.HErrorCode)), slog.String("cause", cause))
+	}
+	s.Log.LogAttrs(ctx, level, "request", attrs...)
 }
 
 // serve returns the response for r, or Status 0 when no route matches and a
-// static handler should answer.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string) (abi.Response, string) {
+// static handler should answer; the route that took it; and what the host
+// knows of why it failed, if it did.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string) (abi.Response, *routes.Route, string) {
 	route, allow := routes.Match(s.Routes, r.Method, r.URL.Path)
 	if route == nil {
 		if len(allow) > 0 {
 			resp := policy.Error(contract.MethodNotAllowed, "this path does not accept "+r.Method)
 			resp.Headers.Set(policy.HAllow, strings.Join(allow, ", "))
-			return resp, ""
+			return resp, nil, ""
 		}
 		if s.Static != nil && (r.Method == "GET" || r.Method == "HEAD") {
-			return abi.Response{}, ""
+			return abi.Response{}, nil, ""
 		}
-		return policy.Error(contract.NotFound, "no such route"), ""
+		return policy.Error(contract.NotFound, "no such route"), nil, ""
 	}
 	fn, ok := s.Functions[route.Function]
 	if !ok {
-		return policy.Error(contract.FunctionUnavailable, "the "+route.Function+" function is not deployed on this host"), route.Function
+		return policy.Error(contract.FunctionUnavailable, "the "+route.Function+" function is not deployed on this host"), route, "not deployed"
 	}
 	maxBody := route.MaxBody
 	if maxBody == 0 {
@@ -97,14 +177,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string) (abi.
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		resp := policy.Error(contract.BodyTimeout, "the request body did not arrive in time")
 		resp.Headers.Set("connection", "close")
-		return resp, route.Function
+		return resp, route, ""
 	}
 	if err != nil {
-		return policy.Error(contract.InvalidBody, "the request body could not be read"), route.Function
+		return policy.Error(contract.InvalidBody, "the request body could not be read"), route, ""
 	}
 	if int64(len(body)) > maxBody {
 		// Refused before any function runs: it costs nothing.
-		return policy.Error(contract.BodyTooLarge, "the request body exceeds "+strconv.FormatInt(maxBody, 10)+" bytes"), route.Function
+		return policy.Error(contract.BodyTooLarge, "the request body exceeds "+strconv.FormatInt(maxBody, 10)+" bytes"), route, ""
 	}
 	req := abi.Request{
 		Method:     r.Method,
@@ -129,11 +209,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string) (abi.
 	// resending the same Idempotency-Key replays it (spec §3.1, §7 rule 3).
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.Timeout)
 	defer cancel()
-	resp, err := fn.Handle(ctx, &req)
+	note := &causeNote{Context: ctx}
+	resp, err := fn.Handle(note, &req)
 	if err != nil {
-		return s.failure(ctx, rid, route.Function, err), route.Function
+		return s.failure(ctx, rid, route.Function, err), route, err.Error()
 	}
-	return resp, route.Function
+	return resp, route, note.String()
 }
 
 // failure turns a function failure into a platform error. The instance that

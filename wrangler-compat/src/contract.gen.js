@@ -296,6 +296,26 @@ export const SETTINGS = Object.freeze([
     "rule": "a whole number ≥ 4096"
   },
   {
+    "name": "GATEWAY_LOG_LEVEL",
+    "default": "info",
+    "kind": "enum",
+    "values": [
+      "debug",
+      "info",
+      "warn",
+      "error"
+    ],
+    "doc": "what the host logs (JSON lines on stderr)",
+    "rule": "debug or info or warn or error"
+  },
+  {
+    "name": "GATEWAY_METRICS_ADDR",
+    "default": "",
+    "kind": "text",
+    "doc": "a listener of its own serving the metrics to any client; unset, loopback clients of SERVICE_ADDR",
+    "rule": "any text"
+  },
+  {
     "name": "GATEWAY_DEV",
     "default": "",
     "kind": "flag",

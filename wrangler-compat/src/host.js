@@ -137,6 +137,9 @@ export class Instance {
         return this.#answer(encoder.encode(value), outPtr, outCap);
       },
       log: (ptr, n) => this.#log(abi.decodeLogRecord(this.#read(ptr, n))),
+      // Workers has no synchronous SHA-256 (WebCrypto's digest is async):
+      // 0 tells the module to hash by itself (schema/abi.md).
+      sha256: () => 0,
       take: (outPtr, n) => {
         const p = this.pending;
         if (p === null || p.length !== n) {

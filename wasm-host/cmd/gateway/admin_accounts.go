@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"slices"
 	"strconv"
+	"strings"
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/accounts"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/settings"
-	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/ledger"
 )
 
@@ -26,80 +24,150 @@ type hostLedger struct {
 
 func (h hostLedger) Exec(b *abi.Batch) (abi.BatchResult, error) { return h.e.Exec(h.ctx, b), nil }
 
-// adminAccounts runs the account commands of the operator interface
-// (ARCHITECTURE.md). Each prints what it did, and the one value automation
-// needs (a session cookie, a key secret) alone on the last line.
-//
-//	admin session EMAIL        account (created if needed) verified, a session cookie NAME=VALUE
-//	admin credits EMAIL N [--create]  grant N credits to an existing account;
-//	                           with --create, an unknown address gets a new unverified account
-//	admin key EMAIL [NAME]     like session, then an API key; its secret last
-func adminAccounts(ctx context.Context, cfg *hostconfig.Config, led *ledger.Executor, out io.Writer, args []string) error {
-	store := accounts.New(hostLedger{ctx, led})
-	welcome := int64(settings.Read(cfg).WelcomeCredits)
-	switch args[0] {
-	case "session":
-		if len(args) != 2 {
-			return fmt.Errorf("usage: gateway admin session EMAIL")
-		}
-		v, secret, err := store.SignIn(args[1], welcome)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "account %s <%s> verified; welcome credits granted now: %d; balance: %d\n", v.ID, v.Email, v.Granted, v.Balance)
-		fmt.Fprintf(out, "%s=%s\n", keys.SessionCookie, secret)
-		return nil
-	case "credits":
-		create := slices.Contains(args, "--create")
-		args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--create" })
-		if len(args) != 3 {
-			return fmt.Errorf("usage: gateway admin credits EMAIL N [--create]")
-		}
-		n, err := strconv.ParseInt(args[2], 10, 64)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("credits: N must be a whole number ≥ 1, got %q", args[2])
-		}
-		// A mistyped address must not mint credits into a new account
-		// nobody can use: creating one is asked for by name.
-		var a accounts.Account
-		if create {
-			a, err = store.EnsureAccount(args[1])
-		} else if a, err = store.Lookup(args[1]); errors.Is(err, accounts.ErrNoAccount) {
-			return fmt.Errorf("credits: no account for %q; check the address, or add --create to open an unverified account with these credits", args[1])
-		}
-		if err != nil {
-			return err
-		}
-		bal, err := store.Grant(a.ID, n)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "account %s <%s>: granted %d credits; balance: %d\n", a.ID, a.Email, n, bal)
-		return nil
-	case "key":
-		if len(args) != 2 && len(args) != 3 {
-			return fmt.Errorf("usage: gateway admin key EMAIL [NAME]")
-		}
-		name := "admin"
-		if len(args) == 3 {
-			name = args[2]
-		}
-		a, err := store.EnsureAccount(args[1])
-		if err != nil {
-			return err
-		}
-		v, err := store.Verify(a.ID, welcome)
-		if err != nil {
-			return err
-		}
-		k, secret, err := store.CreateKey(a.ID, name)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "account %s <%s> verified; welcome credits granted now: %d; balance: %d\n", v.ID, v.Email, v.Granted, v.Balance)
-		fmt.Fprintf(out, "key %s %q prefix %s\n", k.ID, k.Name, k.Prefix)
-		fmt.Fprintln(out, secret)
-		return nil
+// The account commands of the operator interface (ARCHITECTURE.md) change
+// accounts through shared/accounts, the batches the functions run, so an
+// operator's grant or revocation keeps the same invariants (balance = Σ
+// entries, secrets stored hashed). Each prints what it did, and the one
+// value automation needs (a session cookie, a key secret) alone on the
+// last line.
+
+func (op *operator) store() *accounts.Store { return accounts.New(hostLedger{op.ctx, op.led}) }
+
+func (op *operator) welcome() int64 { return int64(settings.Read(op.cfg).WelcomeCredits) }
+
+// adminSession is `admin session EMAIL`.
+func adminSession(op *operator, args []string) error {
+	if len(args) != 1 {
+		return wrong("admin session takes one EMAIL, got %q", args)
 	}
-	return fmt.Errorf("unknown admin command %q", args[0])
+	if err := op.open(); err != nil {
+		return err
+	}
+	v, secret, err := op.store().SignIn(args[0], op.welcome())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(op.out, "account %s <%s> verified; welcome credits granted now: %d; balance: %d\n", v.ID, v.Email, v.Granted, v.Balance)
+	fmt.Fprintf(op.out, "%s=%s\n", keys.SessionCookie, secret)
+	return nil
+}
+
+// adminKey is `admin key EMAIL [NAME]`.
+func adminKey(op *operator, args []string) error {
+	if len(args) != 1 && len(args) != 2 {
+		return wrong("admin key takes EMAIL and an optional NAME, got %q", args)
+	}
+	name := "admin"
+	if len(args) == 2 {
+		name = args[1]
+	}
+	if err := op.open(); err != nil {
+		return err
+	}
+	store := op.store()
+	a, err := store.EnsureAccount(args[0])
+	if err != nil {
+		return err
+	}
+	v, err := store.Verify(a.ID, op.welcome())
+	if err != nil {
+		return err
+	}
+	k, secret, err := store.CreateKey(a.ID, name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(op.out, "account %s <%s> verified; welcome credits granted now: %d; balance: %d\n", v.ID, v.Email, v.Granted, v.Balance)
+	fmt.Fprintf(op.out, "key %s %q prefix %s\n", k.ID, k.Name, k.Prefix)
+	fmt.Fprintln(op.out, secret)
+	return nil
+}
+
+// grantCredits is `admin credits EMAIL|ACCOUNT_ID N [--create]`: one grant
+// entry and the same balance change, in one batch.
+func grantCredits(op *operator, args []string) error {
+	pos, flags, err := parseFlags(args, []string{"create"})
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return wrong("admin credits takes an account and N, got %q", pos)
+	}
+	n, err := strconv.ParseInt(pos[1], 10, 64)
+	if err != nil || n <= 0 {
+		return wrong("credits: N must be a whole number ≥ 1, got %q", pos[1])
+	}
+	if err := op.open(); err != nil {
+		return err
+	}
+	store := op.store()
+	// A mistyped address must not mint credits into a new account nobody
+	// can use: creating one is asked for by name.
+	var a accounts.Account
+	if _, create := flags["create"]; create && strings.Contains(pos[0], "@") {
+		a, err = store.EnsureAccount(pos[0])
+	} else if a, err = op.account(pos[0]); errors.Is(err, accounts.ErrNoAccount) {
+		return fmt.Errorf("credits: no account for %q; check the address, or add --create to open an unverified account with these credits", pos[0])
+	}
+	if err != nil {
+		return err
+	}
+	bal, err := store.Grant(a.ID, n)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(op.out, "account %s <%s>: granted %d credits; balance: %d\n", a.ID, a.Email, n, bal)
+	return nil
+}
+
+// account finds an account by e-mail address or by id.
+func (op *operator) account(ref string) (accounts.Account, error) {
+	if strings.Contains(ref, "@") {
+		return op.store().Lookup(ref)
+	}
+	return op.store().Get(ref)
+}
+
+// parseFlags separates --name flags, which may come anywhere, from
+// positional arguments. Flags named in bools take no value; the others
+// take one (--name VALUE or --name=VALUE). Any other flag is a usage
+// error.
+func parseFlags(args []string, bools []string, values ...string) ([]string, map[string]string, error) {
+	var pos []string
+	flags := map[string]string{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "--") || a == "--" {
+			pos = append(pos, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(a[2:], "=")
+		switch {
+		case contains(bools, name):
+			if hasValue {
+				return nil, nil, wrong("flag --%s takes no value", name)
+			}
+		case contains(values, name):
+			if !hasValue {
+				if i+1 >= len(args) {
+					return nil, nil, wrong("flag --%s needs a value", name)
+				}
+				i++
+				value = args[i]
+			}
+		default:
+			return nil, nil, wrong("unknown flag --%s", name)
+		}
+		flags[name] = value
+	}
+	return pos, flags, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

@@ -13,13 +13,27 @@ import (
 	"decisiongateway/wasm-host/ledger"
 )
 
+// adminCommands are the account commands by name, as the command table
+// runs them, for tests that hand them a ledger of their own.
+var adminCommands = map[string]func(*operator, []string) error{
+	"session": adminSession, "key": adminKey, "credits": grantCredits,
+	"accounts": listAccounts, "account": showAccount, "revoke": revokeKey, "usage": exportUsage,
+}
+
+// adminTry runs `admin ARGS…` against led and returns what it printed.
+func adminTry(cfg *hostconfig.Config, led *ledger.Executor, args ...string) (string, error) {
+	var out bytes.Buffer
+	err := adminCommands[args[0]](&operator{ctx: context.Background(), cfg: cfg, led: led, out: &out}, args[1:])
+	return out.String(), err
+}
+
 func adminRun(t *testing.T, cfg *hostconfig.Config, led *ledger.Executor, args ...string) []string {
 	t.Helper()
-	var out bytes.Buffer
-	if err := adminAccounts(context.Background(), cfg, led, &out, args); err != nil {
+	out, err := adminTry(cfg, led, args...)
+	if err != nil {
 		t.Fatalf("admin %v: %v", args, err)
 	}
-	return strings.Split(strings.TrimSpace(out.String()), "\n")
+	return strings.Split(strings.TrimSpace(out), "\n")
 }
 
 // The operator interface other tools depend on: the last line of `admin
@@ -58,9 +72,8 @@ func TestAdminCommandsPrintTheValueLast(t *testing.T) {
 	if a, ok := keys.Parse(keys.APIKey, lines[len(lines)-1]); !ok || a != acct {
 		t.Fatalf("key: %q", lines)
 	}
-	var out bytes.Buffer
 	for _, bad := range [][]string{{"credits", "ops@example.com", "0"}, {"credits", "ops@example.com"}, {"session", "not-an-address"}, {"credits", "ops@example.com", "5", "--force"}} {
-		if err := adminAccounts(context.Background(), cfg, led, &out, bad); err == nil {
+		if _, err := adminTry(cfg, led, bad...); err == nil {
 			t.Errorf("admin %v succeeded", bad)
 		}
 	}
@@ -89,8 +102,7 @@ func TestAdminCreditsRefusesAnUnknownAccountUnlessAskedToCreate(t *testing.T) {
 		}
 		return res.Steps[0].Rows[0][0].AsInt()
 	}
-	var out bytes.Buffer
-	err = adminAccounts(context.Background(), cfg, led, &out, []string{"credits", "nobody@example.com", "5"})
+	_, err = adminTry(cfg, led, "credits", "nobody@example.com", "5")
 	if err == nil || !strings.Contains(err.Error(), "nobody@example.com") || !strings.Contains(err.Error(), "--create") {
 		t.Fatalf("unknown account: %v", err)
 	}

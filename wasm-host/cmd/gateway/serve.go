@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -23,8 +25,12 @@ import (
 func serve(log *slog.Logger, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	dev := fs.Bool("dev", false, "run the built-in upstream emulator and keep a mail outbox")
+	fs.SetOutput(io.Discard) // main prints the usage of a wrong command line
 	if err := fs.Parse(args); err != nil {
-		return err
+		return wrong("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return wrong("serve takes no arguments, got %q", fs.Args())
 	}
 	cfg, err := hostconfig.FromEnv()
 	if err != nil {
@@ -58,6 +64,13 @@ func serve(log *slog.Logger, args []string) error {
 		return err
 	}
 	srv := a.HTTPServer()
+	if cfg.MetricsAddr != "" {
+		msrv, err := serveMetrics(a, cfg.MetricsAddr, log)
+		if err != nil {
+			return err
+		}
+		defer msrv.Close()
+	}
 	log.Info("serving", "addr", "http://"+ln.Addr().String(), "ledger", redactURL(cfg.LedgerURL), "upstream_kind", cfg.UpstreamKind, "functions", len(a.Functions), "dev", *dev)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -75,6 +88,20 @@ func serve(log *slog.Logger, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// serveMetrics answers the host's metrics on a listener of their own
+// (GATEWAY_METRICS_ADDR), to every client that reaches it: the operator
+// binds it where only scrapers do (a private interface, a pod's port).
+func serveMetrics(a *app.App, addr string, log *slog.Logger) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("GATEWAY_METRICS_ADDR=%q: %w", addr, err)
+	}
+	srv := &http.Server{Handler: a.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	go srv.Serve(ln)
+	log.Info("serving metrics", "addr", "http://"+ln.Addr().String()+app.MetricsPath)
+	return srv, nil
 }
 
 // startDev marks the configuration as a development host and starts what a

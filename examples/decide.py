@@ -1,0 +1,27 @@
+import json, os, time, urllib.error, urllib.request, uuid
+
+base = os.environ.get("DECISION_BASE_URL", "http://127.0.0.1:8787/v1")
+body = json.dumps({"state": "a ripe red apple", "questions": {
+    "fruit": {"type": "choice", "criteria": {"apple": "an apple", "pear": "a pear"}}}}).encode()
+key = str(uuid.uuid4())  # one Idempotency-Key per logical operation
+for attempt in range(1, 6):
+    request = urllib.request.Request(base + "/service", data=body, method="POST", headers={
+        "Authorization": "Bearer " + os.environ["DECISION_API_KEY"],
+        "Content-Type": "application/json", "Idempotency-Key": key})
+    try:
+        with urllib.request.urlopen(request, timeout=70) as response:
+            answer = json.load(response)
+            print("fruit:", answer["answers"]["fruit"]["choice"],
+                  "credits:", response.headers.get("X-Service-Credits"),  # absent: unknown, not zero
+                  "request:", response.headers["X-Request-Id"])
+            break
+    except urllib.error.HTTPError as error:  # classify by header, never by the body's text
+        code = error.headers.get("X-Service-Error-Code")
+        if attempt == 5 or code not in ("request_in_progress", "rate_limit_exceeded", "ledger_unavailable"):
+            raise SystemExit(f"{error.code} {code}: {error.read().decode()}")
+        delay = error.headers.get("Retry-After", "")
+        time.sleep(int(delay) if delay.isdigit() else 2 ** attempt)
+    except OSError:  # no answer proves nothing: resend the same key and body
+        if attempt == 5:
+            raise
+        time.sleep(2 ** attempt)

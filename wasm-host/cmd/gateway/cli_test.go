@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"decisiongateway/wasm-host/testenv"
+)
+
+// cliRun runs bin/gateway with args and env added to a bare environment,
+// and returns its stdout, stderr and exit status.
+func cliRun(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testenv.Binary(t), args...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	code := 0
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatalf("gateway %v: %v", args, err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// Every command and subcommand answers --help and -h on stdout with exit 0
+// and its own usage line, touching nothing (no ledger exists here); the
+// top-level help lists every command, release included.
+func TestEveryCommandHasHelp(t *testing.T) {
+	for _, c := range commands {
+		want := "usage: gateway " + c.name
+		if c.name == "release" {
+			want = releaseUsage
+		}
+		words := strings.Fields(c.name)
+		for _, args := range [][]string{append(words, "--help"), append(words, "-h"), append([]string{"help"}, words...)} {
+			out, errOut, code := cliRun(t, nil, args...)
+			if code != 0 || errOut != "" || !strings.HasPrefix(out, want) {
+				t.Errorf("gateway %v: exit %d, stderr %q, stdout %q; want exit 0 and stdout starting %q", args, code, errOut, out, want)
+			}
+		}
+	}
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"admin", "--help"}} {
+		out, errOut, code := cliRun(t, nil, args...)
+		if code != 0 || errOut != "" {
+			t.Errorf("gateway %v: exit %d, stderr %q", args, code, errOut)
+		}
+		for _, c := range commands {
+			if !strings.Contains(out, "\n  "+c.name) {
+				t.Errorf("gateway %v does not list %q:\n%s", args, c.name, out)
+			}
+		}
+	}
+	// A subcommand's help within release is the release usage, whatever
+	// else the line holds.
+	if out, _, code := cliRun(t, nil, "release", "canary", "decide", "--help"); code != 0 || out != releaseUsage {
+		t.Errorf("release canary --help: exit %d\n%s", code, out)
+	}
+}
+
+// --version and `version` print the same line: the build's revision and
+// its Go toolchain.
+func TestVersion(t *testing.T) {
+	first, _, code := cliRun(t, nil, "--version")
+	second, _, code2 := cliRun(t, nil, "version")
+	if code != 0 || code2 != 0 || first != second || !regexp.MustCompile(`^gateway \S+ \(go1\.\d+[^)]*\)\n$`).MatchString(first) {
+		t.Errorf("--version: exit %d %q; version: exit %d %q", code, first, code2, second)
+	}
+}
+
+// A wrong command line exits 2 and says what was wrong, naming an unknown
+// command or flag; a failure of the command itself exits 1.
+func TestWrongCommandLinesExit2(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  []string
+		want string
+	}{
+		{[]string{"nosuch"}, nil, `unknown command "nosuch"`},
+		{[]string{"admin", "nosuch", "x"}, nil, `unknown command "admin nosuch"`},
+		{[]string{"admin"}, nil, `unknown command "admin"`},
+		{nil, nil, "usage: gateway COMMAND"},
+		{[]string{"admin", "credits", "ops@example.com"}, nil, "usage: gateway admin credits"},
+		{[]string{"admin", "credits", "ops@example.com", "0"}, nil, "N must be a whole number"},
+		{[]string{"admin", "accounts", "--bogus"}, nil, "unknown flag --bogus"},
+		{[]string{"admin", "usage", "--format", "xml"}, nil, `--format "xml"`},
+		{[]string{"admin", "usage", "--since", "yesterday"}, nil, `--since "yesterday"`},
+		{[]string{"admin", "revoke"}, nil, "usage: gateway admin revoke KEY_ID"},
+		{[]string{"routes", "extra"}, nil, "routes takes no arguments"},
+		{[]string{"serve", "--bogus"}, nil, "flag provided but not defined: -bogus"},
+		{[]string{"release", "nosuch", "decide"}, nil, `unknown command "release nosuch"`},
+		{[]string{"release"}, nil, "release needs a subcommand"},
+		{[]string{"version"}, []string{"GATEWAY_LOG_LEVEL=loud"}, "GATEWAY_LOG_LEVEL"},
+	} {
+		out, errOut, code := cliRun(t, c.env, c.args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("gateway %v: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	// Right command line, no ledger: the command fails (1), naming why.
+	if _, errOut, code := cliRun(t, nil, "admin", "accounts"); code != 1 || !strings.Contains(errOut, "admin migrate") {
+		t.Errorf("admin accounts without a ledger: exit %d, %q", code, errOut)
+	}
+}
+
+// `serve` with GATEWAY_METRICS_ADDR answers the metrics on that listener
+// to any client, labelled with the version --version prints.
+func TestServeAnswersMetricsOnTheirOwnListener(t *testing.T) {
+	dir := t.TempDir()
+	if out, ok := gateway(t, dir, nil, "admin", "migrate"); !ok {
+		t.Fatalf("admin migrate:\n%s", out)
+	}
+	version, _, _ := cliRun(t, nil, "--version")
+	cmd := exec.Command(testenv.Binary(t), "serve")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SERVICE_ADDR=127.0.0.1:0", "GATEWAY_METRICS_ADDR=127.0.0.1:0",
+		"GATEWAY_FUNCTIONS_DIR=" + filepath.Join(testenv.Root(t), "build", "functions"), "GATEWAY_DATA_DIR=" + t.TempDir()}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	var addr string
+	lines := bufio.NewScanner(stderr)
+	for addr == "" && lines.Scan() {
+		var l struct{ Msg, Addr string }
+		if json.Unmarshal(lines.Bytes(), &l) == nil && l.Msg == "serving metrics" {
+			addr = l.Addr
+		}
+	}
+	go io.Copy(io.Discard, stderr)
+	if addr == "" {
+		t.Fatal("serve never logged its metrics address")
+	}
+	resp, err := http.Get(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := `gateway_build_info{version="` + strings.Fields(version)[1] + `"} 1`
+	if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
+		t.Errorf("metrics listener: %d, want %q in\n%s", resp.StatusCode, want, body)
+	}
+}
