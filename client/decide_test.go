@@ -12,7 +12,7 @@ import (
 
 	"decisiongateway/client"
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/hosttest"
+	"decisiongateway/testkit/hosttest"
 )
 
 // attemptRows returns the account's decision attempts in order: their

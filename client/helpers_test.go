@@ -15,11 +15,11 @@ import (
 
 	"decisiongateway/client"
 	"decisiongateway/shared/keys"
-	"decisiongateway/wasm-host/hosttest"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/hosttest"
+	"decisiongateway/testkit/testenv"
 )
 
-// The tests run the real gateway: the in-process host of wasm-host/hosttest
+// The tests run the real gateway: the in-process host of testkit/hosttest
 // (real modules on wazero, a real ledger, a real socket), or bin/gateway
 // itself where a process must die. Only the vendor is fake.
 

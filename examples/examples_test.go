@@ -15,8 +15,8 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
-	"decisiongateway/wasm-host/hosttest"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/hosttest"
+	"decisiongateway/testkit/testenv"
 )
 
 // snippets are the README's examples: the file, and the command that runs

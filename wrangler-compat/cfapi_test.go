@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/testenv"
 )
 
 // cloudflare is a stand-in for the part of the Cloudflare API that
@@ -37,6 +37,7 @@ type cloudflare struct {
 	versions    map[string][]*cfVersion    // by Worker, oldest first
 	deployments map[string][]*cfDeployment // by Worker, newest first
 	clock       time.Time
+	realClock   bool // created_on is the wall clock (analysis windows), not the fake one
 	unknown     []string
 }
 
@@ -82,6 +83,9 @@ func (cf *cloudflare) env() []string {
 
 func (cf *cloudflare) tick() string {
 	cf.clock = cf.clock.Add(time.Minute)
+	if cf.realClock {
+		cf.clock = time.Now().UTC()
+	}
 	return cf.clock.Format("2006-01-02T15:04:05.000000Z")
 }
 
@@ -245,6 +249,23 @@ func TestCanaryRolloutOnWorkersAgainstTheAPI(t *testing.T) {
 	}
 	if got := cf.current(worker); !sameTraffic(got, []cfTraffic{{canary.ID, 10}, {first, 90}}) {
 		t.Fatalf("after canary: deployment %v, want %s@10%% %s@90%%\n%s", got, canary.ID, first, text)
+	}
+
+	// A ramp of the same build uploads nothing: the same two version ids
+	// at new shares, so Cloudflare keeps every caller already on the
+	// canary there.
+	cf.mu.Lock()
+	uploads := len(cf.versions[worker])
+	cf.mu.Unlock()
+	text = release("canary", "config", filepath.Join(testenv.Root(t), "build", "testguests", "canaryv2.wasm"), "30")
+	cf.mu.Lock()
+	again := len(cf.versions[worker])
+	cf.mu.Unlock()
+	if again != uploads || cf.latestVersion(worker).ID != canary.ID {
+		t.Fatalf("the ramp uploaded a new version (%d versions, was %d)\n%s", again, uploads, text)
+	}
+	if got := cf.current(worker); !sameTraffic(got, []cfTraffic{{canary.ID, 30}, {first, 70}}) {
+		t.Fatalf("after the ramp: deployment %v, want %s@30%% %s@70%%\n%s", got, canary.ID, first, text)
 	}
 
 	release("promote", "config")

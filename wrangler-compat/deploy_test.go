@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/routes"
-	"decisiongateway/wasm-host/testenv"
 )
 
 // TestDeployDryRunChecksEveryWorkerAndItsSize generates the deployable
@@ -102,7 +102,7 @@ func TestCanaryRolloutOnWorkersOffline(t *testing.T) {
 	short := hex.EncodeToString(sum[:])[:12]
 	path := filepath.Join(testenv.Root(t), "build", "testguests", "canaryv2.wasm")
 
-	text := runWorkers(t, "release", "-out", out, "-dry-run", "canary", "config", path, "10")
+	text := runWorkers(t, "release", "-out", out, "canary", "config", path, "10", "-dry-run") // the flag after the arguments
 	t.Logf("\n%s", text)
 	config := filepath.Join(out, "config", "wrangler.toml")
 	release := filepath.Join(out, "releases", "config", short)
@@ -126,7 +126,8 @@ func TestCanaryRolloutOnWorkersOffline(t *testing.T) {
 		t.Errorf("the new version does not name its module config@%s", short)
 	}
 
-	text = runWorkers(t, "release", "-out", out, "-dry-run", "promote", "config")
+	// Flags after the arguments are read too.
+	text = runWorkers(t, "release", "-out", out, "promote", "config", "-dry-run")
 	if !strings.Contains(text, "would run: wrangler versions deploy '<canary-version-id>@100%' --yes --message promote -c "+config) {
 		t.Errorf("promote:\n%s", text)
 	}

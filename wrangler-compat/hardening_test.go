@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"decisiongateway/wasm-host/sqldtest"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 )
 
 // echoingVendor plays the vendor API, answering decisionBody; the state

@@ -26,8 +26,8 @@ import (
 	"time"
 
 	"decisiongateway/shared/contract"
+	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/routes"
-	"decisiongateway/wasm-host/testenv"
 )
 
 // startTimeout bounds how long a server may take to answer its first

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/testkit/sqldtest"
 )
 
 // TestWorkersHoldNoInstanceOnTheUpstream: twenty decisions wait on the

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/testkit/sqldtest"
 	"decisiongateway/wasm-host/ledger"
-	"decisiongateway/wasm-host/sqldtest"
 )
 
 // execJS runs batches through src/ledger.js (under Node, with its fetch)

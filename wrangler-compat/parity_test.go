@@ -18,9 +18,9 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
+	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/ledger"
-	"decisiongateway/wasm-host/sqldtest"
-	"decisiongateway/wasm-host/testenv"
 )
 
 // consoleOrigin is SERVICE_ORIGIN on both hosts: browser writes must send it.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"decisiongateway/wasm-host/sqldtest"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 )
 
 // badSetting breaks one rule of shared/contract on purpose: a limit of 0

@@ -16,8 +16,8 @@ import (
 
 	"decisiongateway/shared/contract"
 	"decisiongateway/shared/policy"
-	"decisiongateway/wasm-host/sqldtest"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 )
 
 // upstreamKey is given to both hosts as UPSTREAM_API_KEY. It must never

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"decisiongateway/console/gate"
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/accounts"
 	"decisiongateway/shared/contract"
@@ -39,10 +40,10 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 
 func signIn(env *platform.Env, req *abi.Request) abi.Response {
 	s := settings.Read(env.Config)
-	if r, ok := accounts.CheckOrigin(&s, req); !ok {
+	if r, ok := gate.CheckOrigin(&s, req); !ok {
 		return r
 	}
-	email, ok := accounts.StringField(req.Body, "email")
+	email, ok := gate.StringField(req.Body, "email")
 	if !ok {
 		return policy.Error(contract.InvalidRequest, `send a JSON object {"email": <address>}`)
 	}
@@ -51,9 +52,9 @@ func signIn(env *platform.Env, req *abi.Request) abi.Response {
 		return policy.Error(contract.MailNotConfigured, "this deployment sends no mail; an operator can open a session with `gateway admin session EMAIL`")
 	}
 	store := accounts.New(env.Ledger)
-	token, err := store.RequestSignIn(email, accounts.ClientHash(req))
+	token, err := store.RequestSignIn(email, gate.ClientHash(req))
 	if err != nil {
-		return accounts.Failure(err)
+		return gate.Failure(err)
 	}
 	to, _ := accounts.NormalizeEmail(email)
 	link := strings.TrimSuffix(s.Origin, "/") + "/api/service/auth/verify?token=" + token
@@ -92,21 +93,21 @@ func verify(env *platform.Env, req *abi.Request) abi.Response {
 	if err != nil {
 		return redirect(home+"?signin=error", "")
 	}
-	return redirect(home, accounts.SessionSetCookie(&s, secret))
+	return redirect(home, gate.SessionSetCookie(&s, secret))
 }
 
 func signOut(env *platform.Env, req *abi.Request) abi.Response {
 	s := settings.Read(env.Config)
-	if r, ok := accounts.CheckOrigin(&s, req); !ok {
+	if r, ok := gate.CheckOrigin(&s, req); !ok {
 		return r
 	}
-	if secret := accounts.SessionCookieValue(req); secret != "" {
+	if secret := gate.SessionCookieValue(req); secret != "" {
 		if err := accounts.New(env.Ledger).EndSession(secret); err != nil {
-			return accounts.Failure(err)
+			return gate.Failure(err)
 		}
 	}
 	resp := policy.JSON(200, []byte(`{"signedOut":true}`))
-	resp.Headers.Add("set-cookie", accounts.ClearSessionCookie(&s))
+	resp.Headers.Add("set-cookie", gate.ClearSessionCookie(&s))
 	return resp
 }
 
@@ -118,12 +119,12 @@ func session(env *platform.Env, req *abi.Request) abi.Response {
 	}
 	var w jsonw.Writer
 	w.Open('{')
-	secret := accounts.SessionCookieValue(req)
+	secret := gate.SessionCookieValue(req)
 	sess, ok, err := accounts.Session{}, false, error(nil)
 	if secret != "" {
 		sess, ok, err = accounts.New(env.Ledger).LookupSession(secret)
 		if err != nil {
-			return accounts.Failure(err)
+			return gate.Failure(err)
 		}
 	}
 	w.FieldBool("signedIn", ok)

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"decisiongateway/functions/console/consoletest"
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
+	"decisiongateway/testkit/consoletest"
 )
 
 func TestMain(m *testing.M) { consoletest.Main(m) }

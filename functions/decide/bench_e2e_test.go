@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/testkit/sqldtest"
 )
 
 // BenchmarkDecisionPath measures what the gateway adds to a decision: each

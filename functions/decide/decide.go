@@ -16,6 +16,7 @@ import (
 	"decisiongateway/shared/ledgerq"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
+	"decisiongateway/shared/pricing"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/upstream"
 	"decisiongateway/shared/validate"
@@ -76,7 +77,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	if err != nil {
 		return fail(contract.InvalidRequest, err.Error())
 	}
-	cost := int64(canon.Cost(len(d.parsed.Questions), len(canonical)))
+	cost := pricing.Cost(len(d.parsed.Questions), len(canonical))
 
 	// Authorise and reserve: one ledger round trip.
 	now := time.Now()
@@ -193,7 +194,7 @@ func settleAndAnswer(env *platform.Env, req *abi.Request, d *decision, p *pendin
 	if mode != "" && (out.OK || out.Source == policy.SourceUpstream) {
 		resp.Headers.Set(policy.HResponseMode, mode)
 	}
-	rateHeaders(&resp, &p.Rate)
+	p.Rate.SetHeaders(&resp.Headers)
 	credits, ok := settle(env, &st, p.settleBy(d.settings.RequestTimeout))
 	if !ok {
 		return unsettled(p)
@@ -211,7 +212,7 @@ func attemptLimited(env *platform.Env, req *abi.Request) (abi.Response, bool) {
 		return abi.Response{}, false
 	}
 	resp := fail(contract.AuthRateLimited, "too many authentication attempts from this address")
-	policy.RetryAfter(&resp, a.Window.End-now.Unix())
+	resp.Headers.Set(policy.HRetryAfter, a.Window.RetryAfter(now))
 	return resp, true
 }
 
@@ -223,7 +224,7 @@ func refuse(env *platform.Env, r *ledgerq.Reservation, account string, now time.
 		return resp, false
 	case ledgerq.AuthLimited:
 		resp = fail(contract.AuthRateLimited, "too many authentication attempts from this address")
-		policy.RetryAfter(&resp, r.Auth.Window.End-now.Unix())
+		resp.Headers.Set(policy.HRetryAfter, r.Auth.Window.RetryAfter(now))
 		return resp, true
 	case ledgerq.Unauthorized:
 		resp = policy.Unauthorized(contract.InvalidAPIKey, "the API key is unknown or revoked")
@@ -231,7 +232,7 @@ func refuse(env *platform.Env, r *ledgerq.Reservation, account string, now time.
 		return resp, true
 	case ledgerq.RateLimited:
 		resp = fail(contract.RateLimitExceeded, "the account's decision limit for this minute is exhausted")
-		policy.RetryAfter(&resp, r.Rate.Window.End-now.Unix())
+		resp.Headers.Set(policy.HRetryAfter, r.Rate.Window.RetryAfter(now))
 		return resp, true
 	case ledgerq.Reconciling:
 		// An earlier attempt's host stopped before settling. Settle it now
@@ -255,18 +256,24 @@ func refuse(env *platform.Env, r *ledgerq.Reservation, account string, now time.
 	case ledgerq.Replay:
 		resp = replay(&r.Replay)
 	}
-	rateHeaders(&resp, &r.Rate)
+	r.Rate.SetHeaders(&resp.Headers)
 	return resp, true
 }
 
 // replay answers with a retained success (spec §3.1): its status, body and
-// allowed headers, the original request id, and nothing charged.
+// allowed headers, the original request id, and nothing charged. A record
+// retained by an earlier build, in an earlier envelope format, replays as
+// legacy-cache (spec §4.8, §9.8; ledgerq.EnvelopeFormat).
 func replay(k *ledgerq.Retained) abi.Response {
 	resp := abi.Response{Status: k.Status, Body: k.Body}
 	resp.Headers = append(resp.Headers, k.Headers...)
 	resp.Headers.Set(policy.HRequestID, k.RequestID)
 	resp.Headers.Set("x-idempotency-replayed", "true")
-	resp.Headers.Set(policy.HResponseMode, k.Mode)
+	mode := k.Mode
+	if k.Format < ledgerq.EnvelopeFormat {
+		mode = ledgerq.ModeLegacyCache
+	}
+	resp.Headers.Set(policy.HResponseMode, mode)
 	resp.Headers.Set(policy.HServiceCredits, "0")
 	return resp
 }
@@ -307,12 +314,8 @@ func settle(env *platform.Env, st *ledgerq.Settle, until time.Time) (string, boo
 func unsettled(p *pending) abi.Response {
 	resp := policy.Error(contract.RequestReconciliationPending, "the outcome could not be recorded and is being reconciled; resend the same request with the same Idempotency-Key to learn its final state")
 	resp.Headers.Set(policy.HRetryAfter, "2")
-	rateHeaders(&resp, &p.Rate)
+	p.Rate.SetHeaders(&resp.Headers)
 	return resp
-}
-
-func rateHeaders(resp *abi.Response, r *ledgerq.Rate) {
-	policy.RateHeaders(resp, r.Limit, r.Remaining(), r.Window.End)
 }
 
 // fail is a platform error that charged nothing.

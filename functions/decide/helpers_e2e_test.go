@@ -10,8 +10,8 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
-	"decisiongateway/wasm-host/hosttest"
-	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/testkit/hosttest"
+	"decisiongateway/testkit/sqldtest"
 )
 
 // operatorKey is the upstream credential; it must reach the vendor and

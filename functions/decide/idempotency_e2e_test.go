@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/canon"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/testenv"
 )
 
 func TestReplayReturnsRetainedAnswerWithoutNewInference(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"time"
 
-	"decisiongateway/shared/ledgerq"
+	"decisiongateway/shared/batch"
 )
 
 // pending is what a decision's reservation decided, saved while the host
@@ -14,7 +14,7 @@ import (
 type pending struct {
 	AccountID string
 	Cost      int64
-	Rate      ledgerq.Rate
+	Rate      batch.Rate
 	Reserved  int64 // unix milliseconds of the reservation
 }
 
@@ -34,7 +34,7 @@ func (p *pending) append(b []byte) []byte {
 	b = appendString(b, p.AccountID)
 	b = binary.LittleEndian.AppendUint64(b, uint64(p.Cost))
 	b = binary.LittleEndian.AppendUint64(b, uint64(p.Reserved))
-	return ledgerq.AppendRate(b, p.Rate)
+	return batch.AppendRate(b, p.Rate)
 }
 
 func appendString(b []byte, s string) []byte {
@@ -57,7 +57,7 @@ func (p *pending) decode(b []byte) bool {
 	}
 	p.Cost = int64(binary.LittleEndian.Uint64(b))
 	p.Reserved = int64(binary.LittleEndian.Uint64(b[8:]))
-	p.Rate, b, ok = ledgerq.ReadRate(b[16:])
+	p.Rate, b, ok = batch.ReadRate(b[16:])
 	return ok && len(b) == 0
 }
 

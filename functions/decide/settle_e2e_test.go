@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/testkit/sqldtest"
 )
 
 // TestSettlementOutlastsALedgerRestart: sqld is killed while the upstream

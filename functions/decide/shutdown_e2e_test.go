@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/testenv"
 )
 
 // TestGracefulShutdownFinishesInFlightDecision stops the real binary with

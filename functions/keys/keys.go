@@ -5,6 +5,7 @@ package keys
 import (
 	"strings"
 
+	"decisiongateway/console/gate"
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/accounts"
 	"decisiongateway/shared/contract"
@@ -18,7 +19,7 @@ const pathPrefix = "/api/service/keys"
 // Handle lists, creates or revokes the signed-in account's keys. Writes
 // need the exact console Origin as well as the session.
 func Handle(env *platform.Env, req *abi.Request) abi.Response {
-	g, resp, ok := accounts.Check(env, req, req.Method != "GET" && req.Method != "HEAD")
+	g, resp, ok := gate.Check(env, req, req.Method != "GET" && req.Method != "HEAD")
 	if !ok {
 		return resp
 	}
@@ -31,10 +32,10 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	return list(&g)
 }
 
-func list(g *accounts.Gate) abi.Response {
+func list(g *gate.Gate) abi.Response {
 	ks, err := g.Store.ListKeys(g.Session.AccountID)
 	if err != nil {
-		return accounts.Failure(err)
+		return gate.Failure(err)
 	}
 	var w jsonw.Writer
 	w.Open('{')
@@ -51,23 +52,23 @@ func list(g *accounts.Gate) abi.Response {
 
 // create answers 201 with the key and its secret: the only time the secret
 // is ever shown (the ledger keeps its hash).
-func create(g *accounts.Gate, req *abi.Request) abi.Response {
-	name, ok := accounts.StringField(req.Body, "name")
+func create(g *gate.Gate, req *abi.Request) abi.Response {
+	name, ok := gate.StringField(req.Body, "name")
 	if !ok {
 		return policy.Error(contract.InvalidRequest, `send a JSON object {"name": <string>}`)
 	}
 	k, secret, err := g.Store.CreateKey(g.Session.AccountID, name)
 	if err != nil {
-		return accounts.Failure(err)
+		return gate.Failure(err)
 	}
 	var w jsonw.Writer
 	writeKey(&w, &k, secret)
 	return policy.JSON(201, w.B)
 }
 
-func revoke(g *accounts.Gate, id string) abi.Response {
+func revoke(g *gate.Gate, id string) abi.Response {
 	if err := g.Store.RevokeKey(g.Session.AccountID, id); err != nil {
-		return accounts.Failure(err)
+		return gate.Failure(err)
 	}
 	var w jsonw.Writer
 	w.Open('{')

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"decisiongateway/functions/console/consoletest"
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/accounts"
 	"decisiongateway/shared/keys"
-	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/testkit/consoletest"
+	"decisiongateway/testkit/sqldtest"
 )
 
 func TestMain(m *testing.M) { consoletest.Main(m) }

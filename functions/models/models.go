@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/batch"
 	"decisiongateway/shared/contract"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/ledgerq"
@@ -33,7 +34,7 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	if refusal != nil {
 		if a, limited := ledgerq.CountRefusedKey(env.Ledger, req, s.AuthRateLimit, now); limited {
 			resp := policy.Error(contract.AuthRateLimited, "too many authentication attempts from this address")
-			policy.RetryAfter(&resp, a.Window.End-now.Unix())
+			resp.Headers.Set(policy.HRetryAfter, a.Window.RetryAfter(now))
 			return resp
 		}
 		return *refusal
@@ -47,13 +48,13 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 		return policy.Error(contract.LedgerUnavailable, "the ledger is unavailable")
 	case a.RateLimited:
 		resp := policy.Error(contract.AuthRateLimited, "too many authentication attempts from this address")
-		policy.RetryAfter(&resp, a.Window.End-now.Unix())
+		resp.Headers.Set(policy.HRetryAfter, a.Window.RetryAfter(now))
 		return resp
 	case !a.OK:
 		return policy.Unauthorized(contract.InvalidAPIKey, "the API key is unknown or revoked")
 	case rate.Exceeded():
 		resp := policy.Error(contract.RateLimitExceeded, "the account's model listing limit for this minute is exhausted")
-		policy.RetryAfter(&resp, rate.Window.End-now.Unix())
+		resp.Headers.Set(policy.HRetryAfter, rate.Window.RetryAfter(now))
 		return resp
 	}
 
@@ -65,14 +66,14 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	// while no instance waits (schema/abi.md, "Awaiting").
 	call, resp := adapter.Models(nil)
 	if call != nil {
-		return abi.Response{Await: &abi.Await{Fetch: call, State: ledgerq.AppendRate(nil, rate)}}
+		return abi.Response{Await: &abi.Await{Fetch: call, State: batch.AppendRate(nil, rate)}}
 	}
 	return withRate(resp, rate)
 }
 
 // answer maps the upstream's list once the host has it.
 func answer(env *platform.Env, r *abi.Resume) abi.Response {
-	rate, _, ok := ledgerq.ReadRate(r.State)
+	rate, _, ok := batch.ReadRate(r.State)
 	s := settings.Read(env.Config)
 	adapter := upstream.For(&s)
 	if !ok || adapter == nil {
@@ -82,7 +83,7 @@ func answer(env *platform.Env, r *abi.Resume) abi.Response {
 	return withRate(resp, rate)
 }
 
-func withRate(resp abi.Response, rate ledgerq.Rate) abi.Response {
-	policy.RateHeaders(&resp, rate.Limit, rate.Remaining(), rate.Window.End)
+func withRate(resp abi.Response, rate batch.Rate) abi.Response {
+	rate.SetHeaders(&resp.Headers)
 	return resp
 }

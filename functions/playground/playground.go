@@ -5,9 +5,9 @@
 package playground
 
 import (
+	"decisiongateway/console/gate"
 	"decisiongateway/functions/decide"
 	"decisiongateway/shared/abi"
-	"decisiongateway/shared/accounts"
 	"decisiongateway/shared/platform"
 )
 
@@ -18,7 +18,7 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 		// session and Origin were checked then.
 		return decide.Resume(env, req)
 	}
-	g, resp, ok := accounts.Check(env, req, true)
+	g, resp, ok := gate.Check(env, req, true)
 	if !ok {
 		return resp
 	}

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"decisiongateway/functions/console/consoletest"
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/testkit/consoletest"
+	"decisiongateway/testkit/sqldtest"
 )
 
 func TestMain(m *testing.M) { consoletest.Main(m) }

@@ -6,6 +6,7 @@ package usage
 import (
 	"time"
 
+	"decisiongateway/console/gate"
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/accounts"
 	"decisiongateway/shared/jsonw"
@@ -15,13 +16,13 @@ import (
 
 // Handle answers the usage summary of the session's account.
 func Handle(env *platform.Env, req *abi.Request) abi.Response {
-	g, resp, ok := accounts.Check(env, req, false)
+	g, resp, ok := gate.Check(env, req, false)
 	if !ok {
 		return resp
 	}
 	u, err := g.Store.Usage(g.Session.AccountID)
 	if err != nil {
-		return accounts.Failure(err)
+		return gate.Failure(err)
 	}
 	var w jsonw.Writer
 	w.Open('{')

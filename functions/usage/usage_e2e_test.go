@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"decisiongateway/functions/console/consoletest"
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
-	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/testkit/consoletest"
+	"decisiongateway/testkit/sqldtest"
 )
 
 func TestMain(m *testing.M) { consoletest.Main(m) }

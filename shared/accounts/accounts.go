@@ -24,14 +24,14 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/batch"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/platform"
 )
 
 // Errors a caller maps to platform errors. Anything else (errors.Is
-// ErrLedger) means the ledger failed and nothing was committed.
+// batch.ErrLedger) means the ledger failed and nothing was committed.
 var (
-	ErrLedger       = errors.New("accounts: ledger failure")
 	ErrNoAccount    = errors.New("accounts: no such account")
 	ErrInvalidEmail = errors.New("accounts: not a valid e-mail address")
 	ErrInvalidName  = errors.New("accounts: key name must be 1 to 64 characters with a non-space character and no control character")
@@ -48,11 +48,6 @@ type RateLimited struct {
 }
 
 func (e *RateLimited) Error() string { return "accounts: rate limit reached (" + e.Scope + ")" }
-
-type ledgerError struct{ msg string }
-
-func (e *ledgerError) Error() string        { return "ledger: " + e.msg }
-func (e *ledgerError) Is(target error) bool { return target == ErrLedger }
 
 // Store runs account batches against a ledger.
 type Store struct {
@@ -72,28 +67,25 @@ func (s *Store) now() int64 {
 	return time.Now().Unix()
 }
 
-// run executes steps as one batch and turns both kinds of failure (the
-// import failing, the batch failing) into an ErrLedger.
+// run executes unconditional statements as one batch (shared/batch's
+// runner: any failure is a *batch.Error). Batches with conditions or rate
+// steps build a batch.Builder and run it themselves.
 func (s *Store) run(steps ...abi.Statement) ([]abi.StepResult, error) {
-	res, err := s.Ledger.Exec(&abi.Batch{Steps: steps})
-	if err != nil {
-		return nil, &ledgerError{err.Error()}
+	var x batch.Builder
+	for _, st := range steps {
+		x.Add(st.SQL, st.When, st.Args...)
 	}
-	if res.Err != "" {
-		return nil, &ledgerError{res.Err}
-	}
-	if len(res.Steps) != len(steps) {
-		return nil, &ledgerError{"short batch result"}
-	}
-	return res.Steps, nil
+	return x.Run(s.Ledger)
 }
 
 func st(sql string, args ...abi.Value) abi.Statement { return abi.Statement{SQL: sql, Args: args} }
 
 func when(s abi.Statement, conds ...abi.Cond) abi.Statement { s.When = conds; return s }
 
-func str(v string) abi.Value { return abi.String(v) }
-func num(v int64) abi.Value  { return abi.Int64(v) }
+var (
+	str = batch.Str
+	num = batch.Num
+)
 
 // Account is the ledger's view of one account.
 type Account struct {
@@ -155,7 +147,7 @@ func (s *Store) EnsureAccount(email string) (Account, error) {
 		return Account{}, err
 	}
 	if len(steps[1].Rows) == 0 {
-		return Account{}, &ledgerError{"account vanished after insert"}
+		return Account{}, &batch.Error{Msg: "account vanished after insert"}
 	}
 	return accountFrom(steps[1].Rows[0]), nil
 }
@@ -251,19 +243,4 @@ func (s *Store) Grant(id string, n int64) (int64, error) {
 		return 0, ErrNoAccount
 	}
 	return res[2].First().AsInt(), nil
-}
-
-// countAttempt counts one attempt in scope's fixed window starting at
-// start. The step changes a row only while the window's count is below
-// limit, so a later step conditioned on Affected runs only for an attempt
-// within the limit. Refused attempts are not counted.
-func countAttempt(scope string, start int64, limit int) abi.Statement {
-	return st("INSERT INTO rate_windows (scope, window_start, count) VALUES (?, ?, 1) ON CONFLICT (scope, window_start) DO UPDATE SET count = count + 1 WHERE count < ?",
-		str(scope), num(start), num(int64(limit)))
-}
-
-// dropOldWindows deletes scope's windows before start, so rate_windows holds
-// at most the current window of each scope that is in use.
-func dropOldWindows(scope string, start int64) abi.Statement {
-	return st("DELETE FROM rate_windows WHERE scope = ? AND window_start < ?", str(scope), num(start))
 }

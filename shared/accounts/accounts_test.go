@@ -7,25 +7,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/accounts"
 	"decisiongateway/shared/keys"
+	"decisiongateway/testkit/sqldtest"
 	"decisiongateway/wasm-host/ledger"
-	"decisiongateway/wasm-host/sqldtest"
 )
 
 // The batches run on the host's real executor against both backends: an
 // embedded file and a real sqld.
-
-type execLedger struct{ e *ledger.Executor }
-
-func (l execLedger) Exec(b *abi.Batch) (abi.BatchResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return l.e.Exec(ctx, b), nil
-}
 
 type clock struct{ t int64 }
 
@@ -36,7 +27,7 @@ func eachBackend(t *testing.T, f func(t *testing.T, s *accounts.Store, c *clock,
 		t.Run(b.Name, func(t *testing.T) {
 			e := openLedger(t, b.URL)
 			c := &clock{t: 1_800_000_000}
-			s := &accounts.Store{Ledger: execLedger{e}, Now: c.now}
+			s := &accounts.Store{Ledger: e.Bind(context.Background()), Now: c.now}
 			f(t, s, c, e)
 			checkInvariant(t, e)
 		})

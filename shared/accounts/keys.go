@@ -2,9 +2,11 @@ package accounts
 
 import (
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/batch"
 	"decisiongateway/shared/keys"
 )
 
@@ -12,8 +14,8 @@ import (
 const (
 	MaxActiveKeys      = 20
 	KeyCreatesPerMin   = 10
-	keyCreateWindow    = 60
-	MaxKeyNameChars    = 64
+	keyCreateWindow    = time.Minute
+	maxKeyNameChars    = 64
 	keyCreateScopeHead = "keycreate:"
 )
 
@@ -30,7 +32,7 @@ type Key struct {
 // points), at least one non-space, no control characters.
 func CheckKeyName(raw string) (string, error) {
 	name := strings.TrimSpace(raw)
-	if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxKeyNameChars {
+	if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > maxKeyNameChars {
 		return "", ErrInvalidName
 	}
 	for _, r := range name {
@@ -46,33 +48,37 @@ func CheckKeyName(raw string) (string, error) {
 // ErrKeyLimit when the account has MaxActiveKeys active keys, and with a
 // *RateLimited when KeyCreatesPerMin keys were already created in the
 // current minute (scope "keycreate:<account>" in rate_windows, shared by
-// every host on the ledger). A refused creation is not counted.
+// every host on the ledger, counted by shared/batch's rate rule). A
+// creation refused for the key limit does not reach the counter; one
+// refused for the rate does, as every attempt that reaches it.
 func (s *Store) CreateKey(account, name string) (Key, string, error) {
 	name, err := CheckKeyName(name)
 	if err != nil {
 		return Key{}, "", err
 	}
 	now := s.now()
-	start := now - now%keyCreateWindow
+	w := batch.WindowAt(time.Unix(now, 0), keyCreateWindow)
 	scope := keyCreateScopeHead + account
 	secret := keys.New(keys.APIKey, account)
 	k := Key{ID: keys.NewID("key_"), Name: name, Prefix: keys.DisplayPrefix(secret), CreatedAt: now}
-	res, err := s.run(
-		dropOldWindows(scope, start),
-		st("SELECT COUNT(*) < ? FROM api_keys WHERE account_id = ? AND revoked_at IS NULL", num(MaxActiveKeys), str(account)),
-		when(countAttempt(scope, start, KeyCreatesPerMin), abi.Cond{Step: 1, Test: abi.Truthy}),
-		when(st("INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-			str(k.ID), str(account), str(k.Name), str(k.Prefix), str(keys.Hash(secret)), num(now)),
-			abi.Cond{Step: 1, Test: abi.Truthy}, abi.Cond{Step: 2, Test: abi.Affected}),
-	)
+	var x batch.Builder
+	x.Prune(scope, w)
+	room := x.Add("SELECT COUNT(*) < ? FROM api_keys WHERE account_id = ? AND revoked_at IS NULL", nil, num(MaxActiveKeys), str(account))
+	// Only a creation the account has room for reaches the counter.
+	hasRoom := []abi.Cond{batch.Truthy(room)}
+	count := x.Count(scope, w, hasRoom)
+	inLimit, limitArgs := batch.Within(scope, w, KeyCreatesPerMin)
+	x.Add("INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) SELECT ?, ?, ?, ?, ?, ? WHERE "+inLimit, hasRoom,
+		append([]abi.Value{str(k.ID), str(account), str(k.Name), str(k.Prefix), str(keys.Hash(secret)), num(now)}, limitArgs...)...)
+	res, err := x.Run(s.Ledger)
 	if err != nil {
 		return Key{}, "", err
 	}
 	switch {
-	case !res[1].First().Truthy():
+	case !res[room].First().Truthy():
 		return Key{}, "", ErrKeyLimit
-	case res[2].RowsAffected == 0:
-		return Key{}, "", &RateLimited{Scope: "keycreate", RetryAfter: start + keyCreateWindow - now}
+	case batch.Read(res, count, KeyCreatesPerMin, w).Exceeded():
+		return Key{}, "", &RateLimited{Scope: "keycreate", RetryAfter: w.End - now}
 	}
 	return k, secret, nil
 }

@@ -1,7 +1,10 @@
 package accounts
 
 import (
+	"time"
+
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/batch"
 	"decisiongateway/shared/keys"
 )
 
@@ -17,9 +20,9 @@ const (
 	// SignInsPerAddress bounds the mails one address receives per window,
 	// so the form cannot be used to flood someone's inbox.
 	SignInsPerAddress = 5
-	// SignInsPerIP bounds sign-in requests per hashed client address per
+	// signInsPerIP bounds sign-in requests per hashed client address per
 	// window, so one client cannot walk through many addresses.
-	SignInsPerIP = 30
+	signInsPerIP = 30
 )
 
 // Session is a live browser session and the account it belongs to.
@@ -84,30 +87,33 @@ func (s *Store) RequestSignIn(email, ipHash string) (string, error) {
 		return "", err
 	}
 	now := s.now()
-	start := now - now%SignInWindow
+	w := batch.WindowAt(time.Unix(now, 0), SignInWindow*time.Second)
 	ipScope := "signin-ip:" + ipHash
 	addrScope := "signin-addr:" + keys.Hash(e)
 	token := keys.New(keys.SignIn, keys.NewAccountID())
-	res, err := s.run(
-		dropOldWindows(ipScope, start),
-		dropOldWindows(addrScope, start),
-		countAttempt(ipScope, start, SignInsPerIP),
-		when(countAttempt(addrScope, start, SignInsPerAddress), abi.Cond{Step: 2, Test: abi.Affected}),
-		when(st("INSERT INTO signin_tokens (token_hash, email, created_at, expires_at) VALUES (?, ?, ?, ?)",
-			str(keys.Hash(token)), str(e), num(now), num(now+SignInTTL)),
-			abi.Cond{Step: 2, Test: abi.Affected}, abi.Cond{Step: 3, Test: abi.Affected}),
-		// Expired links are useless; dropping them here keeps the table
-		// small without a sweeper.
-		st("DELETE FROM signin_tokens WHERE expires_at < ?", num(now-SignInTTL)),
-	)
+	var x batch.Builder
+	x.Prune(ipScope, w)
+	x.Prune(addrScope, w)
+	// Every request reaches both counters; the link is issued only when
+	// both are within their limits.
+	ip := x.Count(ipScope, w, nil)
+	addr := x.Count(addrScope, w, nil)
+	ipIn, ipArgs := batch.Within(ipScope, w, signInsPerIP)
+	addrIn, addrArgs := batch.Within(addrScope, w, SignInsPerAddress)
+	x.Add("INSERT INTO signin_tokens (token_hash, email, created_at, expires_at) SELECT ?, ?, ?, ? WHERE "+ipIn+" AND "+addrIn, nil,
+		append(append([]abi.Value{str(keys.Hash(token)), str(e), num(now), num(now + SignInTTL)}, ipArgs...), addrArgs...)...)
+	// Expired links are useless; dropping them here keeps the table
+	// small without a sweeper.
+	x.Add("DELETE FROM signin_tokens WHERE expires_at < ?", nil, num(now-SignInTTL))
+	res, err := x.Run(s.Ledger)
 	if err != nil {
 		return "", err
 	}
 	switch {
-	case res[2].RowsAffected == 0:
-		return "", &RateLimited{Scope: "signin-ip", RetryAfter: start + SignInWindow - now}
-	case res[3].RowsAffected == 0:
-		return "", &RateLimited{Scope: "signin-address", RetryAfter: start + SignInWindow - now}
+	case batch.Read(res, ip, signInsPerIP, w).Exceeded():
+		return "", &RateLimited{Scope: "signin-ip", RetryAfter: w.End - now}
+	case batch.Read(res, addr, SignInsPerAddress, w).Exceeded():
+		return "", &RateLimited{Scope: "signin-address", RetryAfter: w.End - now}
 	}
 	return token, nil
 }

@@ -2,8 +2,8 @@ package accounts
 
 // Usage window of spec §2.7.
 const (
-	UsageDays     = 30
-	UsageRequests = 50
+	usageDays     = 30
+	usageRequests = 50
 	day           = 86400
 )
 
@@ -42,7 +42,7 @@ type RequestUsage struct {
 type Usage struct {
 	Balance  int64
 	From     int64      // first second of the window (00:00 UTC, 29 days before today)
-	Days     []DayUsage // UsageDays entries, oldest first, days without requests zero
+	Days     []DayUsage // usageDays entries, oldest first, days without requests zero
 	Requests []RequestUsage
 }
 
@@ -52,7 +52,7 @@ type Usage struct {
 func (s *Store) Usage(account string) (Usage, error) {
 	now := s.now()
 	today := now / day
-	from := (today - UsageDays + 1) * day
+	from := (today - usageDays + 1) * day
 	res, err := s.run(
 		st("SELECT balance FROM accounts WHERE id = ?", str(account)),
 		st(`SELECT created_at / 86400, COUNT(*), SUM(state = 'succeeded'), SUM(state = 'failed'), SUM(state = 'pending'), SUM(charged), SUM(questions)
@@ -60,7 +60,7 @@ FROM requests WHERE account_id = ? AND created_at >= ? GROUP BY created_at / 864
 		st(`SELECT r.id, r.created_at, COALESCE(r.finished_at, 0), r.source, COALESCE(r.key_id, ''), COALESCE(k.name, ''), COALESCE(k.prefix, ''),
 r.model, r.questions, r.state, COALESCE(r.status, 0), COALESCE(r.error_code, ''), r.cost, r.charged, COALESCE(r.input_tokens, -1), COALESCE(r.output_tokens, -1)
 FROM requests r LEFT JOIN api_keys k ON k.id = r.key_id
-WHERE r.account_id = ? AND r.created_at >= ? ORDER BY r.created_at DESC, r.rowid DESC LIMIT ?`, str(account), num(from), num(UsageRequests)),
+WHERE r.account_id = ? AND r.created_at >= ? ORDER BY r.created_at DESC, r.rowid DESC LIMIT ?`, str(account), num(from), num(usageRequests)),
 	)
 	if err != nil {
 		return Usage{}, err
@@ -68,13 +68,13 @@ WHERE r.account_id = ? AND r.created_at >= ? ORDER BY r.created_at DESC, r.rowid
 	if len(res[0].Rows) == 0 {
 		return Usage{}, ErrNoAccount
 	}
-	u := Usage{Balance: res[0].First().AsInt(), From: from, Days: make([]DayUsage, UsageDays)}
+	u := Usage{Balance: res[0].First().AsInt(), From: from, Days: make([]DayUsage, usageDays)}
 	for i := range u.Days {
 		u.Days[i].Day = from/day + int64(i)
 	}
 	for _, r := range res[1].Rows {
 		i := r[0].AsInt() - from/day
-		if i < 0 || i >= UsageDays {
+		if i < 0 || i >= usageDays {
 			continue // created in the future by a host with a fast clock
 		}
 		u.Days[i] = DayUsage{Day: r[0].AsInt(), Requests: r[1].AsInt(), Succeeded: r[2].AsInt(), Failed: r[3].AsInt(),

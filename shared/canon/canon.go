@@ -1,5 +1,5 @@
-// Package canon computes the canonical form of a decision request, its
-// fingerprint and its credit cost (spec §3.1, §4.1, §8), and inserts a
+// Package canon computes the canonical form of a decision request and its
+// fingerprint (spec §3.1, §4.1; its price is shared/pricing's), and inserts a
 // default model into request text without reserialising it (§2.2 rule 3).
 //
 // Two requests are the same request, for idempotency and for billing, when
@@ -31,6 +31,8 @@ import (
 	"unsafe"
 
 	"github.com/valyala/fastjson"
+
+	"decisiongateway/shared/jsonw"
 )
 
 // ErrNotRequest is returned for text that is not a JSON object with valid
@@ -88,21 +90,6 @@ func Fingerprint(canonical []byte) string {
 // caller computed (platform.Env.SHA256: the host may do it faster).
 func FingerprintOf(sum [32]byte) string {
 	return hex.EncodeToString(sum[:])
-}
-
-// billingUnit is the number of canonical bytes one credit covers per
-// question (spec §8).
-const billingUnit = 4096
-
-// Cost is the credit price of a decision: questions × ⌈canonicalLen / 4096⌉
-// (spec §8, billing on the parsed canonical request of §4.1 rule 2). Since
-// canonical text has no whitespace, reformatting a body never changes its
-// price.
-func Cost(questions, canonicalLen int) int {
-	if questions <= 0 || canonicalLen <= 0 {
-		return 0
-	}
-	return questions * ((canonicalLen + billingUnit - 1) / billingUnit)
 }
 
 func (e *Encoder) value(dst []byte, v *fastjson.Value) ([]byte, bool) {
@@ -179,37 +166,7 @@ func (e *Encoder) object(dst []byte, o *fastjson.Object, model string, root bool
 // written again before the next parse.
 func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-const hexDigits = "0123456789abcdef"
-
 // appendString appends s as a canonical JSON string: only what JSON
-// requires is escaped, with the short escapes where JSON has them.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// requires is escaped, with the short escapes where JSON has them
+// (jsonw's minimal escaping, the project's one escaper).
+func appendString(dst []byte, s string) []byte { return jsonw.AppendMinimal(dst, s) }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"decisiongateway/shared/pricing"
 	"decisiongateway/shared/validate"
 )
 
@@ -183,22 +184,12 @@ func TestFingerprint(t *testing.T) {
 	}
 }
 
-func TestCostRoundsUpPer4096CanonicalBytes(t *testing.T) {
-	for _, c := range []struct{ q, n, want int }{
-		{1, 1, 1}, {1, 4096, 1}, {1, 4097, 2}, {3, 8192, 6}, {32, 65536, 512}, {32, 65537, 544}, {0, 100, 0}, {2, 0, 0},
-	} {
-		if got := Cost(c.q, c.n); got != c.want {
-			t.Errorf("Cost(%d, %d) = %d, want %d", c.q, c.n, got, c.want)
-		}
-	}
-}
-
 func TestCostIgnoresFormatting(t *testing.T) {
 	compact := `{"state":"` + strings.Repeat("x", 4000) + `","questions":{"q":{"type":"noul"}}}`
 	spaced := strings.Replace(compact, `,"questions"`, strings.Repeat(" ", 3000)+`,"questions"`, 1)
 	a, b := canonical(t, compact), canonical(t, spaced)
-	if Cost(1, len(a)) != Cost(1, len(b)) || Cost(1, len(a)) != 1 {
-		t.Fatalf("cost depends on whitespace: %d vs %d", Cost(1, len(a)), Cost(1, len(b)))
+	if pricing.Cost(1, len(a)) != pricing.Cost(1, len(b)) || pricing.Cost(1, len(a)) != 1 {
+		t.Fatalf("cost depends on whitespace: %d vs %d", pricing.Cost(1, len(a)), pricing.Cost(1, len(b)))
 	}
 }
 

@@ -84,6 +84,8 @@ var Settings = []Setting{
 	{Name: "GATEWAY_BODY_TIMEOUT", Default: "30s", Kind: Duration, Doc: "time a client has to send its body"},
 	{Name: "GATEWAY_IDLE_TIMEOUT", Default: "120s", Kind: Duration, Doc: "how long an idle keep-alive connection is kept"},
 	{Name: "GATEWAY_MAX_HEADER_BYTES", Default: "65536", Kind: Int, Min: 4096, Doc: "largest request header block"},
+	{Name: "GATEWAY_MODULES", Default: "abi", Kind: Enum, Values: []string{"abi", "socket"}, Doc: "which build of the functions the host runs (schema/socket.md)"},
+	{Name: "GATEWAY_CACHE_DIR", Kind: Text, Doc: "wazero's compilation cache (unset: GATEWAY_DATA_DIR/wazero-cache)"},
 	{Name: "GATEWAY_LOG_LEVEL", Default: "info", Kind: Enum, Values: []string{"debug", "info", "warn", "error"}, Doc: "what the host logs (JSON lines on stderr)"},
 	{Name: "GATEWAY_METRICS_ADDR", Kind: Text, Doc: "a listener of its own serving the metrics to any client; unset, loopback clients of SERVICE_ADDR"},
 	{Name: "GATEWAY_DEV", Kind: Flag, Module: true, Doc: "set by serve --dev"},

@@ -1,4 +1,4 @@
-//go:build wasip1
+//go:build wasip1 && !socket
 
 // Package guest is the module side of the host ABI (schema/abi.md). A route
 // function's main package calls Serve once from init; the exports below let

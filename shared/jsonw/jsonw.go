@@ -53,35 +53,72 @@ func (w *Writer) FieldString(k, v string)    { w.Key(k); w.String(v) }
 func (w *Writer) FieldInt(k string, v int64) { w.Key(k); w.Int(v) }
 func (w *Writer) FieldBool(k string, v bool) { w.Key(k); w.Bool(v) }
 
+// The one JSON string escaper of the project. Two tables say which bytes
+// are escaped and how; everything else is copied as UTF-8.
+//
+//   - minimal: only what JSON requires ('"', '\\' and U+0000–U+001F),
+//     with JSON's short escapes (\b \f \n \r \t) where it has them and
+//     \u00xx otherwise. The canonical form (shared/canon, whose bytes are
+//     fingerprinted and must never change), and model output as models and
+//     their encoders spell it (the router's log-probability matching and the
+//     emulator that imitates it) use it.
+//   - htmlSafe: minimal, plus <, > and & as \u00xx, so a response body is
+//     safe to embed in a page.
+var minimal, htmlSafe = escapes(""), escapes("<>&")
+
 const hex = "0123456789abcdef"
 
-// AppendString appends s as a JSON string, escaping what JSON requires and
-// the HTML-sensitive <, > and & so a body is safe to embed in a page.
-// Safe bytes are copied in runs: under TinyGo every append is a runtime
-// call, and a byte-at-a-time loop made this the slowest part of a handler.
-func AppendString(b []byte, s string) []byte {
-	b = append(b, '"')
+// escapes builds a table: 0 copies the byte, 'u' writes \u00xx, any other
+// value c writes a backslash and c.
+func escapes(extra string) (t [256]byte) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = 'u'
+	}
+	t['"'], t['\\'] = '"', '\\'
+	t['\b'], t['\f'], t['\n'], t['\r'], t['\t'] = 'b', 'f', 'n', 'r', 't'
+	for i := 0; i < len(extra); i++ {
+		t[extra[i]] = 'u'
+	}
+	return t
+}
+
+// appendEscaped writes s's bytes as t says. Safe bytes are copied in runs:
+// under TinyGo every append is a runtime call, and a byte-at-a-time loop
+// made this the slowest part of a handler.
+func appendEscaped(b []byte, s string, t *[256]byte) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+		e := t[s[i]]
+		if e == 0 {
 			continue
 		}
 		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
+		if c := s[i]; e == 'u' {
 			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+		} else {
+			b = append(b, '\\', e)
 		}
 		start = i + 1
 	}
-	b = append(b, s[start:]...)
+	return append(b, s[start:]...)
+}
+
+// AppendString appends s as a quoted JSON string for a response body
+// (htmlSafe above).
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	b = appendEscaped(b, s, &htmlSafe)
 	return append(b, '"')
 }
+
+// AppendMinimal appends s as a quoted JSON string escaped minimally (see
+// minimal above): the canonical form's one way to write a string.
+func AppendMinimal(b []byte, s string) []byte {
+	b = append(b, '"')
+	b = appendEscaped(b, s, &minimal)
+	return append(b, '"')
+}
+
+// AppendMinimalContent is AppendMinimal without the quotes: the text a
+// model writes between them.
+func AppendMinimalContent(b []byte, s string) []byte { return appendEscaped(b, s, &minimal) }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/batch"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/platform"
 )
@@ -28,7 +29,7 @@ type Auth struct {
 	// OK: the key is live and belongs to the account (or, without a key,
 	// the account exists).
 	OK     bool
-	Window Window
+	Window batch.Window
 }
 
 // authSteps are the steps of a batch that authenticate its caller.
@@ -44,49 +45,48 @@ type authSteps struct {
 
 // auth appends the authentication steps and returns the conditions under
 // which the caller is authenticated.
-func (x *builder) auth(p *Principal, now time.Time) ([]abi.Cond, authSteps) {
+func auth(x *batch.Builder, p *Principal, now time.Time) ([]abi.Cond, authSteps) {
 	if p.KeyHash == "" {
-		found := x.add(`SELECT 1 FROM accounts WHERE id = ?`, nil, str(p.AccountID))
+		found := x.Add(`SELECT 1 FROM accounts WHERE id = ?`, nil, str(p.AccountID))
 		return []abi.Cond{truthy(found)}, authSteps{count: -1, ok: found}
 	}
 	limit := p.AuthLimit
-	scope, w := "auth:"+p.IPHash, WindowAt(now, time.Minute)
-	count := x.count(scope, w, nil)
-	inLimit, args := within(scope, w, limit)
+	scope, w := "auth:"+p.IPHash, batch.WindowAt(now, time.Minute)
+	count := x.Count(scope, w, nil)
+	inLimit, args := batch.Within(scope, w, limit)
 	// Checking the key and recording its use is one statement: the UPDATE
 	// changes the key's row only when the SELECT that used to come first
 	// would have found it, and only while the address is within its limit.
-	ok := x.add(`UPDATE api_keys SET last_used_at = ?
+	ok := x.Add(`UPDATE api_keys SET last_used_at = ?
 WHERE secret_hash = ? AND account_id = ? AND revoked_at IS NULL AND `+inLimit, nil,
 		append([]abi.Value{num(now.Unix()), str(p.KeyHash), str(p.AccountID)}, args...)...)
 	return []abi.Cond{affected(ok)}, authSteps{count: count, limit: int64(limit), ok: ok}
 }
 
-func readAuth(res *abi.BatchResult, a authSteps, now time.Time) Auth {
-	out := Auth{Window: WindowAt(now, time.Minute)}
+func readAuth(res []abi.StepResult, a authSteps, now time.Time) Auth {
+	out := Auth{Window: batch.WindowAt(now, time.Minute)}
 	if a.count < 0 {
-		out.OK = res.Steps[a.ok].First().Truthy()
+		out.OK = res[a.ok].First().Truthy()
 		return out
 	}
-	out.RateLimited = res.Steps[a.count].First().AsInt() > a.limit
-	out.OK = res.Steps[a.ok].RowsAffected > 0
+	out.RateLimited = res[a.count].First().AsInt() > a.limit
+	out.OK = res[a.ok].RowsAffected > 0
 	return out
 }
 
 // AuthorizeKey authenticates an API key and counts one attempt on the
 // account's counter named scope (e.g. "models") in one batch. The counter is
 // only touched when the key is valid.
-func AuthorizeKey(l platform.Ledger, p *Principal, scope string, limit int, now time.Time) (Auth, Rate, error) {
-	var x builder
-	authed, as := x.auth(p, now)
-	w := WindowAt(now, time.Minute)
-	count := x.count(scope+":"+p.AccountID, w, authed)
-	res, err := exec(l, &x)
+func AuthorizeKey(l platform.Ledger, p *Principal, scope string, limit int, now time.Time) (Auth, batch.Rate, error) {
+	var x batch.Builder
+	authed, as := auth(&x, p, now)
+	w := batch.WindowAt(now, time.Minute)
+	count := x.Count(scope+":"+p.AccountID, w, authed)
+	res, err := x.Run(l)
 	if err != nil {
-		return Auth{}, Rate{}, err
+		return Auth{}, batch.Rate{}, err
 	}
-	a := readAuth(&res, as, now)
-	return a, Rate{Limit: int64(limit), Count: res.Steps[count].First().AsInt(), Window: w}, nil
+	return readAuth(res, as, now), batch.Read(res, count, limit, w), nil
 }
 
 // CountRefusedKey counts a request whose key was refused without a lookup
@@ -99,13 +99,13 @@ func CountRefusedKey(l platform.Ledger, req *abi.Request, limit int, now time.Ti
 	if !req.Headers.Has("authorization") {
 		return Auth{}, false
 	}
-	var x builder
-	w := WindowAt(now, time.Minute)
-	count := x.count("auth:"+keys.HashClient(req.ClientAddr), w, nil)
-	res, err := exec(l, &x)
+	var x batch.Builder
+	w := batch.WindowAt(now, time.Minute)
+	count := x.Count("auth:"+keys.HashClient(req.ClientAddr), w, nil)
+	res, err := x.Run(l)
 	if err != nil {
 		return Auth{}, false
 	}
-	a := Auth{Window: w, RateLimited: res.Steps[count].First().AsInt() > int64(limit)}
+	a := Auth{Window: w, RateLimited: batch.Read(res, count, limit, w).Exceeded()}
 	return a, a.RateLimited
 }

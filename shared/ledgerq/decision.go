@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/batch"
 	"decisiongateway/shared/platform"
 )
 
@@ -46,12 +47,15 @@ type Retained struct {
 	Headers   abi.Headers
 	Body      []byte
 	Mode      string
+	// Format is the replay envelope's format the record was written in
+	// (EnvelopeFormatOf); only set when read.
+	Format int
 }
 
 // Reservation is the result of ReserveDecision.
 type Reservation struct {
 	Outcome Outcome
-	Rate    Rate
+	Rate    batch.Rate
 	Auth    Auth
 	Balance int64
 	// Replay holds the retained answer when Outcome is Replay.
@@ -71,16 +75,16 @@ type Reservation struct {
 // is six statements (seven with a key), and the outcome is read from what
 // those statements changed and returned.
 func ReserveDecision(l platform.Ledger, r *Reserve) (Reservation, error) {
-	var x builder
+	var x batch.Builder
 	now := r.Now.Unix()
-	authed, as := x.auth(&r.Principal, r.Now)
-	w := WindowAt(r.Now, time.Minute)
+	authed, as := auth(&x, &r.Principal, r.Now)
+	w := batch.WindowAt(r.Now, time.Minute)
 	scope := "decide:" + r.AccountID
-	count := x.count(scope, w, authed)
+	count := x.Count(scope, w, authed)
 
 	// May the attempt be paid for? Within the rate limit, and no attempt of
 	// the account pending past its lease (that one is reconciled first).
-	inLimit, gateArgs := within(scope, w, r.RateLimit)
+	inLimit, gateArgs := batch.Within(scope, w, r.RateLimit)
 	gate := inLimit + ` AND NOT ` + staleLease
 	gateArgs = append(gateArgs, str(r.AccountID), num(now))
 
@@ -91,7 +95,7 @@ func ReserveDecision(l platform.Ledger, r *Reserve) (Reservation, error) {
 		// (spec §3.1, expired): it is billed again. The claim carries the
 		// debit's own conditions, balance included, so it succeeds exactly
 		// when the debit will.
-		claim = x.add(`INSERT INTO idempotency (account_id, key, fingerprint, state, request_id, created_at, expires_at)
+		claim = x.Add(`INSERT INTO idempotency (account_id, key, fingerprint, state, request_id, created_at, expires_at)
 SELECT ?, ?, ?, 'pending', ?, ?, ? WHERE (SELECT balance FROM accounts WHERE id = ?) >= ? AND `+gate+`
 ON CONFLICT (account_id, key) DO UPDATE SET fingerprint = excluded.fingerprint, state = 'pending',
   request_id = excluded.request_id, created_at = excluded.created_at, expires_at = excluded.expires_at,
@@ -101,41 +105,38 @@ WHERE idempotency.expires_at <= ?`, authed,
 				num(now + int64(r.TTL/time.Second)), str(r.AccountID), num(r.Cost)}, gateArgs...), num(now))...)
 		// Not claimed: the live record says why (or there is none, and the
 		// balance was short).
-		record = x.add(`SELECT state, fingerprint, request_id, status, headers, body, mode FROM idempotency
+		record = x.Add(`SELECT state, fingerprint, request_id, status, headers, body, mode FROM idempotency
 WHERE account_id = ? AND key = ? AND expires_at > ?`,
 			and(authed, notAffected(claim)), str(r.AccountID), str(r.IdemKey), num(now))
 		pay = and(authed, affected(claim))
 	}
-	debit := x.add(`UPDATE accounts SET balance = balance - ? WHERE id = ? AND balance >= ? AND `+gate+` RETURNING balance`,
+	debit := x.Add(`UPDATE accounts SET balance = balance - ? WHERE id = ? AND balance >= ? AND `+gate+` RETURNING balance`,
 		pay, append([]abi.Value{num(r.Cost), str(r.AccountID), num(r.Cost)}, gateArgs...)...)
-	x.add(`INSERT INTO credit_entries (account_id, delta, kind, request_id, created_at) VALUES (?, ?, 'reserve', ?, ?)`,
+	x.Add(`INSERT INTO credit_entries (account_id, delta, kind, request_id, created_at) VALUES (?, ?, 'reserve', ?, ?)`,
 		[]abi.Cond{affected(debit)}, str(r.AccountID), num(-r.Cost), str(r.RequestID), num(now))
 	var keyID abi.Value
 	if r.KeyHash != "" {
 		keyID = str(r.KeyHash)
 	}
-	x.add(`INSERT INTO requests (id, account_id, key_id, source, model, questions, cost, state, idem_key, lease_until, created_at)
+	x.Add(`INSERT INTO requests (id, account_id, key_id, source, model, questions, cost, state, idem_key, lease_until, created_at)
 VALUES (?, ?, (SELECT id FROM api_keys WHERE secret_hash = ?), ?, ?, ?, ?, 'pending', ?, ?, ?)`,
 		[]abi.Cond{affected(debit)}, str(r.RequestID), str(r.AccountID), keyID, str(r.Source), str(r.Model),
 		num(int64(r.Questions)), num(r.Cost), nullable(r.IdemKey), num(now+int64(r.Lease/time.Second)), num(now))
 	// Only when nothing was reserved: the balance for the answer, and
 	// whether an expired lease stood in the way.
-	state := x.add(`SELECT balance, `+staleLease+` FROM accounts WHERE id = ?`,
+	state := x.Add(`SELECT balance, `+staleLease+` FROM accounts WHERE id = ?`,
 		and(authed, notAffected(debit)), str(r.AccountID), num(now), str(r.AccountID))
 
-	res, err := exec(l, &x)
+	res, err := x.Run(l)
 	if err != nil {
 		return Reservation{}, err
 	}
-	out := Reservation{
-		Auth: readAuth(&res, as, r.Now),
-		Rate: Rate{Limit: int64(r.RateLimit), Count: res.Steps[count].First().AsInt(), Window: w},
-	}
-	reserved := res.Steps[debit].RowsAffected > 0
+	out := Reservation{Auth: readAuth(res, as, r.Now), Rate: batch.Read(res, count, r.RateLimit, w)}
+	reserved := res[debit].RowsAffected > 0
 	var stale bool
 	if reserved {
-		out.Balance = res.Steps[debit].First().AsInt()
-	} else if rows := res.Steps[state].Rows; len(rows) > 0 {
+		out.Balance = res[debit].First().AsInt()
+	} else if rows := res[state].Rows; len(rows) > 0 {
 		out.Balance, stale = rows[0][0].AsInt(), rows[0][1].Truthy()
 	}
 	switch {
@@ -149,8 +150,8 @@ VALUES (?, ?, (SELECT id FROM api_keys WHERE secret_hash = ?), ?, ?, ?, ?, 'pend
 		out.Outcome = Reserved
 	case stale:
 		out.Outcome = Reconciling
-	case claim >= 0 && len(res.Steps[record].Rows) > 0:
-		out.Outcome, out.Replay = readRecord(&res.Steps[record], r.Fingerprint)
+	case claim >= 0 && len(res[record].Rows) > 0:
+		out.Outcome, out.Replay = readRecord(&res[record], r.Fingerprint)
 	default:
 		out.Outcome = Insufficient
 	}
@@ -160,13 +161,6 @@ VALUES (?, ?, (SELECT id FROM api_keys WHERE secret_hash = ?), ?, ?, ?, ?, 'pend
 // staleLease is a condition for a WHERE clause or a column: the account has
 // an attempt pending past its lease. Args: account, now.
 const staleLease = `EXISTS (SELECT 1 FROM requests WHERE account_id = ? AND state = 'pending' AND lease_until < ?)`
-
-func nullable(s string) abi.Value {
-	if s == "" {
-		return abi.NullValue()
-	}
-	return str(s)
-}
 
 // readRecord interprets an idempotency record the attempt could not claim.
 func readRecord(s *abi.StepResult, fingerprint string) (Outcome, Retained) {
@@ -189,6 +183,7 @@ func readRecord(s *abi.StepResult, fingerprint string) (Outcome, Retained) {
 		Headers:   DecodeHeaders(row[4].AsString()),
 		Body:      row[5].Bytes,
 		Mode:      row[6].AsString(),
+		Format:    EnvelopeFormatOf(row[4].AsString()),
 	}
 }
 
@@ -212,35 +207,35 @@ type Settle struct {
 // attempt was no longer pending: its lease ran out and it was already
 // reconciled (failed and refunded) by someone else.
 func SettleDecision(l platform.Ledger, s *Settle) (bool, error) {
-	var x builder
+	var x batch.Builder
 	now := num(s.Now.Unix())
 	var mark int
 	if s.OK {
-		mark = x.add(`UPDATE requests SET state = 'succeeded', charged = cost, status = ?, input_tokens = ?, output_tokens = ?, finished_at = ?
+		mark = x.Add(`UPDATE requests SET state = 'succeeded', charged = cost, status = ?, input_tokens = ?, output_tokens = ?, finished_at = ?
 WHERE id = ? AND state = 'pending'`, nil, num(int64(s.Status)), tokens(s.InputTokens), tokens(s.OutputTokens), now, str(s.RequestID))
 		if s.IdemKey != "" && s.Retain != nil {
-			x.add(`UPDATE idempotency SET state = 'completed', status = ?, headers = ?, body = ?, mode = ?
+			x.Add(`UPDATE idempotency SET state = 'completed', status = ?, headers = ?, body = ?, mode = ?
 WHERE account_id = ? AND key = ? AND request_id = ?`, []abi.Cond{affected(mark)},
 				num(int64(s.Retain.Status)), str(EncodeHeaders(s.Retain.Headers)), abi.Bytes(s.Retain.Body), str(s.Retain.Mode),
 				str(s.AccountID), str(s.IdemKey), str(s.RequestID))
 		}
 	} else {
-		mark = x.add(`UPDATE requests SET state = 'failed', status = ?, error_code = ?, finished_at = ? WHERE id = ? AND state = 'pending'`,
+		mark = x.Add(`UPDATE requests SET state = 'failed', status = ?, error_code = ?, finished_at = ? WHERE id = ? AND state = 'pending'`,
 			nil, num(int64(s.Status)), str(s.ErrorCode), now, str(s.RequestID))
 		refunded := []abi.Cond{affected(mark)}
-		x.add(`INSERT INTO credit_entries (account_id, delta, kind, request_id, created_at) VALUES (?, ?, 'refund', ?, ?)`,
+		x.Add(`INSERT INTO credit_entries (account_id, delta, kind, request_id, created_at) VALUES (?, ?, 'refund', ?, ?)`,
 			refunded, str(s.AccountID), num(s.Cost), str(s.RequestID), now)
-		x.add(`UPDATE accounts SET balance = balance + ? WHERE id = ?`, refunded, num(s.Cost), str(s.AccountID))
+		x.Add(`UPDATE accounts SET balance = balance + ? WHERE id = ?`, refunded, num(s.Cost), str(s.AccountID))
 		if s.IdemKey != "" {
-			x.add(`UPDATE idempotency SET state = 'failed' WHERE account_id = ? AND key = ? AND request_id = ?`,
+			x.Add(`UPDATE idempotency SET state = 'failed' WHERE account_id = ? AND key = ? AND request_id = ?`,
 				refunded, str(s.AccountID), str(s.IdemKey), str(s.RequestID))
 		}
 	}
-	res, err := exec(l, &x)
+	res, err := x.Run(l)
 	if err != nil {
 		return false, err
 	}
-	return res.Steps[mark].RowsAffected > 0, nil
+	return res[mark].RowsAffected > 0, nil
 }
 
 func tokens(n int64) abi.Value {
@@ -254,9 +249,9 @@ func tokens(n int64) abi.Value {
 // by the account's next decision or the sweeper. A function calls it when it
 // could not settle an attempt whose upstream already answered.
 func ExpireLease(l platform.Ledger, requestID string) error {
-	var x builder
-	x.add(`UPDATE requests SET lease_until = 0 WHERE id = ? AND state = 'pending'`, nil, str(requestID))
-	_, err := exec(l, &x)
+	var x batch.Builder
+	x.Add(`UPDATE requests SET lease_until = 0 WHERE id = ? AND state = 'pending'`, nil, str(requestID))
+	_, err := x.Run(l)
 	return err
 }
 
@@ -266,24 +261,24 @@ func ExpireLease(l platform.Ledger, requestID string) error {
 // refunds are computed from the same rows the final step marks failed, in
 // one transaction, so an attempt is refunded exactly once.
 func Reconcile(l platform.Ledger, account string, now time.Time) (int64, error) {
-	var x builder
+	var x batch.Builder
 	cut := num(now.Unix())
 	scope, args := "", []abi.Value{cut}
 	if account != "" {
 		scope, args = " AND account_id = ?", []abi.Value{cut, str(account)}
 	}
 	stale := `SELECT id FROM requests WHERE state = 'pending' AND lease_until < ?` + scope
-	x.add(`INSERT INTO credit_entries (account_id, delta, kind, request_id, created_at)
+	x.Add(`INSERT INTO credit_entries (account_id, delta, kind, request_id, created_at)
 SELECT account_id, cost, 'refund', id, ? FROM requests WHERE state = 'pending' AND lease_until < ?`+scope, nil, append([]abi.Value{cut}, args...)...)
-	x.add(`UPDATE accounts SET balance = balance + (SELECT COALESCE(SUM(cost), 0) FROM requests r
+	x.Add(`UPDATE accounts SET balance = balance + (SELECT COALESCE(SUM(cost), 0) FROM requests r
   WHERE r.account_id = accounts.id AND r.state = 'pending' AND r.lease_until < ?)
 WHERE id IN (SELECT account_id FROM requests WHERE state = 'pending' AND lease_until < ?`+scope+`)`, nil, append([]abi.Value{cut}, args...)...)
-	x.add(`UPDATE idempotency SET state = 'failed' WHERE state = 'pending' AND request_id IN (`+stale+`)`, nil, args...)
-	done := x.add(`UPDATE requests SET state = 'failed', error_code = 'lease_expired', finished_at = ? WHERE state = 'pending' AND lease_until < ?`+scope,
+	x.Add(`UPDATE idempotency SET state = 'failed' WHERE state = 'pending' AND request_id IN (`+stale+`)`, nil, args...)
+	done := x.Add(`UPDATE requests SET state = 'failed', error_code = 'lease_expired', finished_at = ? WHERE state = 'pending' AND lease_until < ?`+scope,
 		nil, append([]abi.Value{cut}, args...)...)
-	res, err := exec(l, &x)
+	res, err := x.Run(l)
 	if err != nil {
 		return 0, err
 	}
-	return res.Steps[done].RowsAffected, nil
+	return res[done].RowsAffected, nil
 }

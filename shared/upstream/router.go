@@ -323,7 +323,7 @@ func (r *router) mapAnswer(q *questionView, a *fastjson.Value, at int) bool {
 	n, picked := 0, -1
 	switch q.Type {
 	case validate.Choice:
-		n, texts = len(q.Options), func(i int) string { return string(appendMinimalEscape(nil, q.Options[i])) + `"` }
+		n, texts = len(q.Options), func(i int) string { return string(jsonw.AppendMinimalContent(nil, q.Options[i])) + `"` }
 		if v := a.Get("choice"); v != nil && v.Type() == fastjson.TypeString {
 			picked = indexOf(q.Options, string(v.GetStringBytes()))
 		}

@@ -320,26 +320,3 @@ func spells(u, t string, quoted bool) bool {
 	c := u[len(t)]
 	return !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || c == '_')
 }
-
-// appendMinimalEscape writes s as JSON string content the way models and
-// encoders usually do: only '"', '\\' and control characters escaped.
-func appendMinimalEscape(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-		default:
-			b = append(b, c)
-		}
-	}
-	return b
-}

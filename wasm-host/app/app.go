@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"decisiongateway/functions/console"
+	"decisiongateway/console"
 	"decisiongateway/shared/abi"
 	"decisiongateway/wasm-host/buildinfo"
 	"decisiongateway/wasm-host/canary"
@@ -79,7 +79,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	}()
 	a := &App{Config: cfg, Log: log, Functions: map[string]*Function{}}
 	a.observe(buildinfo.Version())
-	eng, err := runtime.NewEngine(ctx, runtime.Options{CacheDir: filepath.Join(cfg.DataDir, "wazero-cache")}, a.services())
+	eng, err := runtime.NewEngine(ctx, engineOptions(cfg), a.services())
 	if err != nil {
 		if o := <-ledc; o.led != nil {
 			o.led.Close()
@@ -112,14 +112,12 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		return nil, o.err
 	}
 	a.Ledger = o.led
-	a.Egress = egress.New(allowedOrigins(cfg), map[string]egress.Credential{
-		abi.CredentialUpstream: {Token: cfg.UpstreamAPIKey, Origin: egress.Origin(cfg.UpstreamURL)},
-		"mail":                 {Token: cfg.MailAPIKey, Origin: egress.Origin(cfg.MailURL)}, // schema/mail.md
-	})
+	a.Egress = egress.ForOperator(cfg.UpstreamURL, cfg.UpstreamAPIKey, cfg.MailURL, cfg.MailAPIKey)
 	a.Releases = canary.NewTable(canary.Options{
 		Engine: eng, Ledger: a.Ledger, DataDir: cfg.DataDir, PoolSize: cfg.PoolSize,
 		Grace: cfg.RequestTimeout + 5*time.Second, Log: log,
 		ClientAddr: a.client().Of,
+		Abandon:    a.abandon,
 	})
 	handlers := map[string]server.Handler{}
 	for _, name := range functionNames(routes.Table) {
@@ -207,16 +205,6 @@ func (a *App) services() runtime.Services {
 			a.Log.Warn("function output", "function", fn, "text", string(p))
 		},
 	}
-}
-
-func allowedOrigins(cfg *hostconfig.Config) []string {
-	var out []string
-	for _, u := range []string{cfg.UpstreamURL, cfg.MailURL} {
-		if o := egress.Origin(u); o != "" {
-			out = append(out, o)
-		}
-	}
-	return out
 }
 
 func functionNames(table []routes.Route) []string {

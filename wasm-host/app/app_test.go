@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"decisiongateway/wasm-host/hosttest"
-	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/testkit/hosttest"
+	"decisiongateway/testkit/sqldtest"
 )
 
 func startHost(t *testing.T, ledgerURL string, env map[string]string) *httptest.Server {

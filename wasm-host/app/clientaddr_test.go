@@ -8,7 +8,7 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
-	"decisiongateway/wasm-host/hosttest"
+	"decisiongateway/testkit/hosttest"
 )
 
 // modelsHost is a host whose upstream lists no models, with an account and

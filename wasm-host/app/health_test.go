@@ -15,9 +15,9 @@ import (
 
 	"decisiongateway/schema"
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/hosttest"
-	"decisiongateway/wasm-host/sqldtest"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/hosttest"
+	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 )
 
 type readiness struct {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"decisiongateway/wasm-host/hosttest"
+	"decisiongateway/testkit/hosttest"
 )
 
 const slowDecision = `{"state":"a ripe red apple","questions":{"fruit":{"type":"choice","criteria":{"apple":"an apple","pear":"a pear"}}}}`

@@ -4,25 +4,26 @@ import (
 	"context"
 	"time"
 
-	"decisiongateway/shared/abi"
 	"decisiongateway/shared/ledgerq"
 )
-
-// hostLedger lets host-side code run the same batches functions run.
-type hostLedger struct {
-	ctx context.Context
-	a   *App
-}
-
-func (l hostLedger) Exec(b *abi.Batch) (abi.BatchResult, error) {
-	return l.a.Ledger.Exec(l.ctx, b), nil
-}
 
 // Sweep settles every decision attempt whose lease ended before now (its
 // host died or could not settle): failed, refunded, its idempotency key
 // failed. It returns how many it settled.
 func (a *App) Sweep(ctx context.Context, now time.Time) (int64, error) {
-	return ledgerq.Reconcile(hostLedger{ctx, a}, "", now)
+	return ledgerq.Reconcile(a.Ledger.Bind(ctx), "", now)
+}
+
+// abandon settles the attempt of a request whose module stopped without
+// answering (canary.Options.Abandon): refunded now, not after its lease.
+func (a *App) abandon(ctx context.Context, requestID string) {
+	settled, err := ledgerq.Abandon(a.Ledger.Bind(ctx), requestID, "module_failed", time.Now())
+	switch {
+	case err != nil:
+		a.Log.Warn("attempt of a failed request not settled; the sweeper will", "request", requestID, "error", err.Error())
+	case settled:
+		a.Log.Info("attempt of a failed request refunded", "request", requestID)
+	}
 }
 
 // StartSweeper runs Sweep every interval until ctx ends. Every host may run

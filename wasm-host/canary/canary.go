@@ -12,17 +12,27 @@
 //     callers onto the canary. A request header pins a version for smoke
 //     tests.
 //   - canary.go: Release, the server.Handler of one function. It counts
-//     every request per version and rolls the canary back by itself once
-//     its error rate passes the release's bound after a minimum number of
-//     requests.
-//   - store.go: the desired state, kept in the ledger (table releases), so
-//     every host of a fleet serves the same release and an operator changes
-//     it with `gateway release …` while hosts run.
+//     every request per version (function time and queue wait apart) and,
+//     while a rollout step has not been judged, gives a caller the canary
+//     only with one of the step's fleet-wide admissions.
+//   - rollout.go: the plan (steps, gates, pause) and the Policy a step is
+//     judged by.
+//   - samples.go: each host's outcome counts, written to the ledger
+//     (release_samples) on every tick, so the analysis sees the fleet.
+//   - analysis.go: what counts as an error, the verdict of a step against
+//     stable over the same window, and Analyze, which any host runs on
+//     every tick and which steps, promotes or rolls back, once.
+//   - store.go, store_rollout.go: the desired state, kept in the ledger
+//     (table releases), so every host of a fleet serves the same release
+//     and an operator changes it with `gateway release …` while hosts run;
+//     the admissions, the failed versions and the history.
+//   - external.go: the same analysis for rollouts the hosts do not route
+//     (Workers: `workers release watch`).
 //   - table.go: the host side: loads module versions (from
 //     GATEWAY_DATA_DIR/releases or the ledger), keeps a warm pool per
-//     version, and applies the ledger's state every few seconds.
-//   - http.go: the X-Function-Version header on every response and the
-//     loopback-only metrics endpoint GET /_gateway/metrics.
+//     version, and ticks every few seconds: flush, analyse, apply.
+//   - http.go, metrics.go: the X-Function-Version header on every response
+//     and the loopback-only metrics endpoint GET /_gateway/metrics.
 package canary
 
 import (
@@ -30,7 +40,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -38,6 +47,7 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/policy"
+	"decisiongateway/wasm-host/runtime"
 )
 
 // Handler serves requests for one module version; a *runtime.Function is
@@ -76,37 +86,6 @@ func (v Version) matches(pin string) bool {
 	return pin == v.Label() || pin == v.Short() || pin == v.SHA256
 }
 
-// Bound says when a canary is rolled back without an operator: when more
-// than MaxErrorRate of its requests failed, counted from the moment it
-// started serving, once it has served at least MinSamples requests. The
-// minimum keeps a single early failure from condemning a release.
-type Bound struct {
-	MaxErrorRate float64
-	MinSamples   int64
-}
-
-// DefaultBound is used when an operator names none: 5% after 100 requests.
-var DefaultBound = Bound{MaxErrorRate: 0.05, MinSamples: 100}
-
-func (b Bound) exceeded(requests, errs int64) bool {
-	return requests >= max(b.MinSamples, 1) && float64(errs) > b.MaxErrorRate*float64(requests)
-}
-
-// Rollback describes a canary rolled back because it passed its bound.
-type Rollback struct {
-	Canary   Version
-	Since    int64 // when the canary started serving (unix ms), as in the ledger
-	Requests int64 // canary requests counted against the bound
-	Errors   int64 // of which failed
-	Bound    Bound
-}
-
-// Reason is the sentence the ledger and the logs keep.
-func (r Rollback) Reason() string {
-	return fmt.Sprintf("error rate %d/%d above %.2f%% after at least %d requests",
-		r.Errors, r.Requests, 100*r.Bound.MaxErrorRate, r.Bound.MinSamples)
-}
-
 // variant is one version with its warm pool and its counters.
 type variant struct {
 	version Version
@@ -120,54 +99,53 @@ type plan struct {
 	stable *variant
 	canary *variant // nil: every request goes to stable
 	share  int      // basis points of callers on the canary
-	bound  Bound
-	window *window // the canary's counters for the bound
+	since  int64    // the rollout step's start (unix ms), 0 without a canary
+	// limited: the step admits canary requests one by one from the ledger
+	// until its sample is judged; full: this host was told it is full, so
+	// it stops asking until the next plan.
+	limited bool
+	full    atomic.Bool
 }
 
-// window counts a canary's requests since it started serving. It belongs
-// to one canary version and start time, so ramping the share keeps it, and
-// a new canary starts a new one.
-type window struct {
-	sha      string
-	since    int64
-	requests atomic.Int64
-	errors   atomic.Int64
-	tripped  atomic.Bool // the bound was passed: the canary must not serve again
-}
-
-// choose picks the variant for req and reports whether it is the canary.
-func (p *plan) choose(function string, req *abi.Request) (*variant, bool) {
+// choose picks the variant for req; onCanary says it is the canary, pinned
+// that a pin header chose it.
+func (p *plan) choose(function string, req *abi.Request) (v *variant, onCanary, pinned bool) {
 	if p.canary == nil {
-		return p.stable, false
+		return p.stable, false, false
 	}
 	switch pin := strings.TrimSpace(req.Headers.Get(HeaderPin)); pin {
 	case "":
 	case "stable":
-		return p.stable, false
+		return p.stable, false, true
 	case "canary":
-		return p.canary, true
+		return p.canary, true, true
 	default:
 		if p.canary.version.matches(pin) {
-			return p.canary, true
+			return p.canary, true, true
 		}
 		if p.stable.version.matches(pin) {
-			return p.stable, false
+			return p.stable, false, true
 		}
 	}
 	if Bucket(function, StickyKey(req)) < p.share {
-		return p.canary, true
+		return p.canary, true, false
 	}
-	return p.stable, false
+	return p.stable, false, false
 }
 
 // Release serves one function: it implements server.Handler by passing each
 // request to the stable or the canary version's pool.
 type Release struct {
-	function   string
-	plan       atomic.Pointer[plan]
-	rollbacks  atomic.Int64
-	onRollback func(Rollback) // called once per rollback, on its own goroutine
-	log        *slog.Logger
+	function string
+	plan     atomic.Pointer[plan]
+	samples  recorder
+	store    *Store
+	// abandon settles a request's ledger attempt at once when the module
+	// failed without answering (Options.Abandon).
+	abandon func(ctx context.Context, requestID string)
+	// kick asks for an analysis tick now: a canary request failed.
+	kick func()
+	log  *slog.Logger
 }
 
 // Function is the name of the function the release serves.
@@ -175,22 +153,40 @@ func (r *Release) Function() string { return r.function }
 
 // Handle serves req on the version the caller is assigned to, counts it for
 // that version, and names the version in the X-Function-Version header. A
-// failed canary request may roll the canary back; the request itself is
-// answered as it was, never retried on stable, because it may have changed
-// the ledger already.
+// canary request of a step whose sample is not judged yet needs one of the
+// step's fleet-wide admissions, or goes to stable: that is what bounds the
+// callers an unjudged canary can reach. A failed request is answered as it
+// was, never retried on stable, because it may have changed the ledger
+// already.
 func (r *Release) Handle(ctx context.Context, req *abi.Request) (abi.Response, error) {
 	p := r.plan.Load()
-	v, onCanary := p.choose(r.function, req)
+	v, onCanary, pinned := p.choose(r.function, req)
+	if onCanary && !pinned && !r.admit(ctx, p) {
+		v, onCanary = p.stable, false
+	}
 	label := v.version.Label()
 	if s := servedFrom(ctx); s != nil {
 		s.Store(&label)
 	}
+	timing := new(runtime.Timing)
 	start := time.Now()
-	resp, err := v.fn.Handle(ctx, req)
-	o := judge(resp, err)
-	v.stats.observe(time.Since(start), o)
-	if onCanary && p.window != nil {
-		r.count(p, o == failed)
+	resp, err := v.fn.Handle(runtime.WithTiming(ctx, timing), req)
+	queue := timing.Queue()
+	fnTime := time.Since(start) - queue
+	o := classify(resp, err)
+	v.stats.observe(fnTime, queue, o)
+	r.samples.add(sampleKey{sha: v.version.SHA256, since: p.since, at: start.Unix() / sampleBucket * sampleBucket}, o, fnTime, queue)
+	if err != nil && r.abandon != nil && req.RequestID != "" {
+		// The module stopped without answering (a trap, the deadline, the
+		// client gone): an attempt it reserved would stay pending for its
+		// whole lease, and the account's next requests, on either version,
+		// would meet 503 request_reconciliation_pending meanwhile.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		r.abandon(actx, req.RequestID)
+		cancel()
+	}
+	if onCanary && o == failed && r.kick != nil {
+		r.kick()
 	}
 	if err == nil {
 		resp.Headers.Set(HeaderVersion, label)
@@ -198,58 +194,45 @@ func (r *Release) Handle(ctx context.Context, req *abi.Request) (abi.Response, e
 	return resp, err
 }
 
-// judge classifies a finished request. A request the client abandoned is
-// not the module's failure; a 5xx the function marked as the upstream's is
-// counted apart, since a canary cannot be blamed for its upstream.
-func judge(resp abi.Response, err error) outcome {
+// admit reports whether a canary request may go to the canary: always when
+// the step's sample was judged, otherwise when the ledger grants one of the
+// step's admissions. A ledger that cannot be asked sends the request to
+// stable, the version known to work.
+func (r *Release) admit(ctx context.Context, p *plan) bool {
+	if !p.limited {
+		return true
+	}
+	if p.full.Load() || r.store == nil {
+		return false
+	}
+	ok, err := r.store.admit(ctx, r.function, p.canary.version.SHA256, p.since)
+	if err != nil {
+		r.log.Warn("canary admission not granted: the ledger did not answer", "function", r.function, "error", err.Error())
+		return false
+	}
+	if !ok {
+		p.full.Store(true)
+	}
+	return ok
+}
+
+// classify tells how a finished request went, for the counters and the
+// analysis (Counts says what each kind means for a verdict).
+func classify(resp abi.Response, err error) outcome {
 	switch {
 	case err != nil && errors.Is(err, context.Canceled):
-		return served
+		return abandoned
 	case err != nil:
 		return failed
 	case resp.Status >= 500 && resp.Headers.Get(policy.HErrorSource) == policy.SourceUpstream:
 		return upstreamFailed
 	case resp.Status >= 500 || resp.Status < 100:
 		return failed
+	case resp.Status >= 400:
+		return clientError
 	}
 	return served
 }
-
-// count adds a canary request to the plan's window and rolls the canary back
-// when the window passes the bound. Only the request that trips the window
-// rolls back, so the rollback is counted and reported once.
-func (r *Release) count(p *plan, failedRequest bool) {
-	w := p.window
-	n := w.requests.Add(1)
-	e := w.errors.Load()
-	if failedRequest {
-		e = w.errors.Add(1)
-	}
-	if !p.bound.exceeded(n, e) || !w.tripped.CompareAndSwap(false, true) {
-		return
-	}
-	rb := Rollback{Canary: p.canary.version, Since: w.since, Requests: n, Errors: e, Bound: p.bound}
-	for {
-		cur := r.plan.Load()
-		if cur.canary == nil || cur.canary.version != rb.Canary {
-			return // an operator changed the release meanwhile
-		}
-		next := *cur
-		next.canary, next.share, next.window = nil, 0, nil
-		if r.plan.CompareAndSwap(cur, &next) {
-			break
-		}
-	}
-	r.rollbacks.Add(1)
-	r.log.Warn("canary rolled back", "function", r.function, "canary", rb.Canary.Label(), "reason", rb.Reason())
-	if r.onRollback != nil {
-		go r.onRollback(rb)
-	}
-}
-
-// Rollbacks is how many times this host rolled a canary of the function
-// back by itself.
-func (r *Release) Rollbacks() int64 { return r.rollbacks.Load() }
 
 // Current returns the versions the release serves now: the stable one, the
 // canary (nil when there is none) and the canary's share in basis points.

@@ -15,14 +15,15 @@ import (
 )
 
 // TestConcurrentFailuresRollTheCanaryBackOnce sends failing requests from 16
-// goroutines at once to a canary holding half the accounts. However the
-// requests interleave, the canary is rolled back exactly once, every request
-// it served is counted as an error, it stops serving after the rollback
-// (the few requests already inside it may finish), and the ledger records
-// one automatic rollback.
+// goroutines at once to a canary holding half the accounts, with the host
+// ticking on its own as it would in production (Start: a tick at once after
+// a failed canary request). However the requests and ticks interleave, the
+// canary serves at most its 30-request sample, every request it served is
+// counted as an error, and the ledger records one automatic rollback.
 func TestConcurrentFailuresRollTheCanaryBackOnce(t *testing.T) {
 	h := startHost(t)
-	v2 := h.canary(t, 5000, canary.Bound{MaxErrorRate: 0.5, MinSamples: 30})
+	v2 := h.canary(t, 5000, canary.Policy{MaxErrorRate: 0.5, MinSamples: 30, MaxLatencyRatio: 1.5})
+	h.table.Start(time.Hour) // only the failures' kicks tick
 	const workers, each = 16, 40
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -53,21 +54,17 @@ func TestConcurrentFailuresRollTheCanaryBackOnce(t *testing.T) {
 
 	m := h.metrics(t)
 	s2 := versionMetrics(t, m, v2.Label())
-	if m.Rollbacks != 1 || m.Canary != "" {
-		t.Fatalf("after concurrent failures: %d rollbacks, canary %q; want 1 and none", m.Rollbacks, m.Canary)
-	}
 	if s2.Errors != s2.Requests || s2.Requests != int64(canaryAnswers) {
 		t.Errorf("canary counted %d requests and %d errors; %d answers came from it", s2.Requests, s2.Errors, canaryAnswers)
 	}
-	// The bound trips at the 30th canary request; requests that had chosen
-	// the canary before that may still finish on it, at most one per
-	// goroutine.
-	if s2.Requests < 30 || s2.Requests > 30+workers {
-		t.Errorf("canary served %d requests, want 30 to %d", s2.Requests, 30+workers)
+	if s2.Requests < 1 || s2.Requests > 30 {
+		t.Errorf("canary served %d requests, want 1 to 30 (its sample)", s2.Requests)
 	}
-	t.Logf("canary served %d of %d requests before and while it was rolled back", s2.Requests, workers*each)
+	t.Logf("canary served %d of %d requests before it was rolled back", s2.Requests, workers*each)
 
 	ctx := context.Background()
+	// Ticks run on the host's own goroutine; the test waits for the one
+	// that decides (no timing is asserted, only the outcome).
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the automatic rollback never reached the ledger")

@@ -14,12 +14,13 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
+	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/canary"
 	"decisiongateway/wasm-host/ledger"
 	"decisiongateway/wasm-host/routes"
 	"decisiongateway/wasm-host/runtime"
 	"decisiongateway/wasm-host/server"
-	"decisiongateway/wasm-host/testenv"
 )
 
 // function is the name the two test builds are released under.
@@ -37,8 +38,28 @@ type host struct {
 
 func startHost(t *testing.T) *host {
 	t.Helper()
+	return startHostOn(t, "file:"+filepath.Join(t.TempDir(), "ledger.db"), nil)
+}
+
+// startFleet starts n hosts sharing one real sqld, as a fleet shares its
+// ledger; each has its own engine, pools and counters, as separate
+// processes would.
+func startFleet(t *testing.T, n int) []*host {
+	t.Helper()
+	url := sqldtest.Start(t)
+	var hosts []*host
+	for range n {
+		hosts = append(hosts, startHostOn(t, url, nil))
+	}
+	return hosts
+}
+
+// startHostOn starts a host on the ledger at url; abandon, when set, is
+// its canary.Options.Abandon.
+func startHostOn(t *testing.T, url string, abandon func(context.Context, string)) *host {
+	t.Helper()
 	ctx := context.Background()
-	led, err := ledger.OpenWith(ctx, "file:"+filepath.Join(t.TempDir(), "ledger.db"), "", ledger.Options{Create: true})
+	led, err := ledger.OpenWith(ctx, url, "", ledger.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +93,7 @@ func startHost(t *testing.T) *host {
 	}
 	t.Cleanup(pool.Close)
 	log := slog.New(slog.DiscardHandler)
-	h.table = canary.NewTable(canary.Options{Engine: eng, Ledger: led, DataDir: t.TempDir(), PoolSize: 4, Log: log})
+	h.table = canary.NewTable(canary.Options{Engine: eng, Ledger: led, DataDir: t.TempDir(), PoolSize: 4, Log: log, Abandon: abandon})
 	t.Cleanup(h.table.Close)
 	h.store = h.table.Store()
 	srv := &server.Server{
@@ -88,10 +109,21 @@ func startHost(t *testing.T) *host {
 	return h
 }
 
-// canary makes v2 the canary for share basis points and applies it now.
-func (h *host) canary(t *testing.T, share int, bound canary.Bound) canary.Version {
+// wideOpen is a policy whose sample no assignment test fills, so every
+// caller assigned to the canary is admitted.
+var wideOpen = canary.Policy{MaxErrorRate: 0.05, MinSamples: 1 << 40, MaxLatencyRatio: 1.5}
+
+// canary makes v2 the canary for share basis points, one step judged by
+// policy, and applies it now.
+func (h *host) canary(t *testing.T, share int, policy canary.Policy) canary.Version {
 	t.Helper()
-	v, err := h.store.Canary(context.Background(), function, h.v2, share, bound)
+	return h.rollout(t, canary.Rollout{Steps: []canary.Step{{Share: share}}, Policy: policy})
+}
+
+// rollout starts a rollout of v2 and applies it now.
+func (h *host) rollout(t *testing.T, r canary.Rollout) canary.Version {
+	t.Helper()
+	v, err := h.store.Canary(context.Background(), function, h.v2, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +131,29 @@ func (h *host) canary(t *testing.T, share int, bound canary.Bound) canary.Versio
 		t.Fatal(err)
 	}
 	return v
+}
+
+// tick is one analysis round of a fleet, driven by the test: every host
+// writes its outcomes, one analysis judges the fleet's counts, every host
+// applies the result.
+func tick(t *testing.T, hosts ...*host) []canary.Decision {
+	t.Helper()
+	ctx := context.Background()
+	for _, h := range hosts {
+		if err := h.table.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := hosts[0].store.Analyze(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts {
+		if err := h.table.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
 }
 
 // account returns the n-th synthetic account id. Ids are derived from n, so

@@ -90,12 +90,11 @@ func loopback(remoteAddr string) bool {
 
 // FunctionMetrics is the JSON form of one function's release and counters.
 type FunctionMetrics struct {
-	Function  string           `json:"function"`
-	Stable    string           `json:"stable"`
-	Canary    string           `json:"canary,omitempty"`
-	Share     float64          `json:"canaryPercent"`
-	Rollbacks int64            `json:"rollbacks"`
-	Versions  []VersionMetrics `json:"versions"`
+	Function string           `json:"function"`
+	Stable   string           `json:"stable"`
+	Canary   string           `json:"canary,omitempty"`
+	Share    float64          `json:"canaryPercent"`
+	Versions []VersionMetrics `json:"versions"`
 }
 
 // VersionMetrics is one version's counters and its role now: stable,
@@ -111,7 +110,7 @@ func (t *Table) Metrics() []FunctionMetrics {
 	var out []FunctionMetrics
 	for _, r := range t.functions() {
 		stable, canary, share := r.Current()
-		fm := FunctionMetrics{Function: r.function, Stable: stable.Label(), Share: float64(share) / 100, Rollbacks: r.Rollbacks()}
+		fm := FunctionMetrics{Function: r.function, Stable: stable.Label(), Share: float64(share) / 100}
 		if canary != nil {
 			fm.Canary = canary.Label()
 		}
@@ -171,18 +170,29 @@ func writePrometheus(w io.Writer, m []FunctionMetrics) {
 	each(func(_ FunctionMetrics, v VersionMetrics, l string) {
 		fmt.Fprintf(w, "gateway_function_upstream_errors_total{%s} %d\n", l, v.UpstreamErrors)
 	})
-	family("gateway_function_duration_seconds", "histogram", "Time in the function module, by function and module version.")
+	family("gateway_function_client_errors_total", "counter", "4xx answers, by function and module version.")
 	each(func(_ FunctionMetrics, v VersionMetrics, l string) {
-		for _, b := range v.Buckets {
-			le := "+Inf"
-			if b.LE != 0 {
-				le = strconv.FormatFloat(b.LE, 'g', -1, 64)
-			}
-			fmt.Fprintf(w, "gateway_function_duration_seconds_bucket{%s,le=%q} %d\n", l, le, b.Count)
-		}
-		fmt.Fprintf(w, "gateway_function_duration_seconds_sum{%s} %g\n", l, v.LatencySum)
-		fmt.Fprintf(w, "gateway_function_duration_seconds_count{%s} %d\n", l, v.Requests)
+		fmt.Fprintf(w, "gateway_function_client_errors_total{%s} %d\n", l, v.ClientErrors)
 	})
+	histogram := func(name, help string, sum func(VersionMetrics) (float64, []BucketCount)) {
+		family(name, "histogram", help)
+		each(func(_ FunctionMetrics, v VersionMetrics, l string) {
+			total, buckets := sum(v)
+			for _, b := range buckets {
+				le := "+Inf"
+				if b.LE != 0 {
+					le = strconv.FormatFloat(b.LE, 'g', -1, 64)
+				}
+				fmt.Fprintf(w, "%s_bucket{%s,le=%q} %d\n", name, l, le, b.Count)
+			}
+			fmt.Fprintf(w, "%s_sum{%s} %g\n", name, l, total)
+			fmt.Fprintf(w, "%s_count{%s} %d\n", name, l, v.Requests)
+		})
+	}
+	histogram("gateway_function_duration_seconds", "Time in the function module, without the wait for a free instance, by function and module version.",
+		func(v VersionMetrics) (float64, []BucketCount) { return v.LatencySum, v.Buckets })
+	histogram("gateway_function_queue_seconds", "Wait for a free instance of the version's pool before the function ran.",
+		func(v VersionMetrics) (float64, []BucketCount) { return v.QueueSum, v.QueueBuckets })
 	family("gateway_release_version_info", "gauge", "1 for each version a host has run; role is stable, canary or retired.")
 	each(func(_ FunctionMetrics, v VersionMetrics, l string) {
 		fmt.Fprintf(w, "gateway_release_version_info{%s,role=%q} 1\n", l, v.Role)
@@ -190,9 +200,5 @@ func writePrometheus(w io.Writer, m []FunctionMetrics) {
 	family("gateway_release_canary_share_ratio", "gauge", "Share of callers assigned to the canary (0 without one).")
 	for _, fm := range m {
 		fmt.Fprintf(w, "gateway_release_canary_share_ratio{function=%q} %g\n", fm.Function, fm.Share/100)
-	}
-	family("gateway_release_rollbacks_total", "counter", "Canaries this host rolled back because they passed their error bound.")
-	for _, fm := range m {
-		fmt.Fprintf(w, "gateway_release_rollbacks_total{function=%q} %d\n", fm.Function, fm.Rollbacks)
 	}
 }

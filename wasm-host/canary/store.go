@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"decisiongateway/shared/abi"
@@ -17,15 +18,25 @@ type Ledger interface {
 }
 
 // State is the desired release of one function: a row of table releases
-// (schema/migrations/0003_releases.sql).
+// (schema/migrations/0003_releases.sql and 0004_release_rollouts.sql).
 type State struct {
 	Function    string
 	StableSHA   string // "" means the module built into GATEWAY_FUNCTIONS_DIR
 	PreviousSHA string // the stable before the last promotion; "" is the built module
 	CanarySHA   string // "" means no canary
-	Share       int    // the canary's share in basis points
+	Share       int    // the canary's share in basis points: its current step's
 	CanarySince int64  // unix ms the canary started serving
-	Bound       Bound
+	Policy      Policy
+	// The rollout: its plan, the current step (an index into Steps), when
+	// that step started (unix ms; the analysis window), its least length,
+	// and the step's admission limit (-1: none) and admissions so far.
+	Steps     []Step
+	Step      int
+	StepSince int64
+	Pause     time.Duration
+	Budget    int64
+	Admitted  int64
+	Verdict   string // the latest analysis, in words
 	// Generation moves on every change; a host applies a row whose
 	// generation differs from the one it applied last.
 	Generation     int64
@@ -39,10 +50,10 @@ type State struct {
 type Event struct {
 	ID       int64
 	Function string
-	Action   string // canary, promote, rollback, auto-rollback
+	Action   string // canary (a rollout or one of its steps), promote, rollback, auto-rollback
 	SHA256   string
-	Detail   string
-	At       int64 // unix seconds
+	Detail   string // for automatic decisions, the analysis that made them
+	At       int64  // unix seconds
 }
 
 // ErrNothing is returned by Promote and Rollback when there is nothing to
@@ -53,6 +64,7 @@ var ErrNothing = errors.New("nothing to do")
 type Store struct {
 	ledger Ledger
 	now    func() time.Time
+	pruned atomic.Int64 // unix seconds of the last sample pruning (analysis.go)
 }
 
 // NewStore returns a Store on l.
@@ -67,22 +79,31 @@ func (s *Store) exec(ctx context.Context, steps ...abi.Statement) ([]abi.StepRes
 }
 
 const stateColumns = `function, stable_sha, previous_sha, canary_sha, canary_bp, canary_since,
-  max_error_rate, min_samples, generation, rolled_back_sha, rollback_reason, rolled_back_at, updated_at`
+  max_error_rate, min_samples, generation, rolled_back_sha, rollback_reason, rolled_back_at, updated_at,
+  steps, step, step_since, pause_s, max_latency_ratio, budget, admitted, verdict`
 
 func stateFrom(row []abi.Value) State {
+	share := int(row[4].AsInt())
 	return State{
 		Function:       row[0].AsString(),
 		StableSHA:      row[1].AsString(),
 		PreviousSHA:    row[2].AsString(),
 		CanarySHA:      row[3].AsString(),
-		Share:          int(row[4].AsInt()),
+		Share:          share,
 		CanarySince:    row[5].AsInt(),
-		Bound:          Bound{MaxErrorRate: asFloat(row[6]), MinSamples: row[7].AsInt()},
+		Policy:         Policy{MaxErrorRate: asFloat(row[6]), MinSamples: row[7].AsInt(), MaxLatencyRatio: asFloat(row[17])},
 		Generation:     row[8].AsInt(),
 		RolledBackSHA:  row[9].AsString(),
 		RollbackReason: row[10].AsString(),
 		RolledBackAt:   row[11].AsInt(),
 		UpdatedAt:      row[12].AsInt(),
+		Steps:          decodeSteps(row[13].AsString(), share),
+		Step:           int(row[14].AsInt()),
+		StepSince:      row[15].AsInt(),
+		Pause:          time.Duration(row[16].AsInt()) * time.Second,
+		Budget:         row[18].AsInt(),
+		Admitted:       row[19].AsInt(),
+		Verdict:        row[20].AsString(),
 	}
 }
 
@@ -113,7 +134,7 @@ func (s *Store) Get(ctx context.Context, function string) (st State, ok bool, er
 		Args: []abi.Value{abi.String(function)},
 	})
 	if err != nil || len(steps[0].Rows) == 0 {
-		return State{Function: function, Bound: DefaultBound}, false, err
+		return State{Function: function, Policy: DefaultPolicy}, false, err
 	}
 	return stateFrom(steps[0].Rows[0]), true, nil
 }
@@ -133,60 +154,13 @@ func (s *Store) Module(ctx context.Context, v Version) ([]byte, error) {
 	return steps[0].Rows[0][0].Bytes, nil
 }
 
-// Canary makes wasm the function's canary for share basis points of its
-// callers, rolled back automatically past bound. The module bytes go into
-// the ledger with it, so every host can load them. Naming the current
-// canary again changes its share and bound but keeps its error window;
-// naming the stable version is refused.
-func (s *Store) Canary(ctx context.Context, function string, wasm []byte, share int, bound Bound) (Version, error) {
-	v := VersionOf(function, wasm)
-	now := s.now()
-	steps, err := s.exec(ctx,
-		abi.Statement{
-			SQL: `INSERT INTO release_modules (function, sha256, wasm, size, created_at) VALUES (?, ?, ?, ?, ?)
-  ON CONFLICT (function, sha256) DO NOTHING`,
-			Args: []abi.Value{abi.String(function), abi.String(v.SHA256), abi.Bytes(wasm), abi.Int64(int64(len(wasm))), abi.Int64(now.Unix())},
-		},
-		abi.Statement{
-			SQL: `INSERT INTO releases (function, canary_sha, canary_bp, canary_since, max_error_rate, min_samples, generation, updated_at)
-  VALUES (?, ?, ?, ?, ?, ?, 1, ?)
-  ON CONFLICT (function) DO UPDATE SET
-    canary_sha = excluded.canary_sha,
-    canary_bp = excluded.canary_bp,
-    canary_since = CASE WHEN releases.canary_sha IS excluded.canary_sha THEN releases.canary_since ELSE excluded.canary_since END,
-    max_error_rate = excluded.max_error_rate,
-    min_samples = excluded.min_samples,
-    generation = releases.generation + 1,
-    updated_at = excluded.updated_at
-  WHERE releases.stable_sha IS NOT excluded.canary_sha`,
-			Args: []abi.Value{abi.String(function), abi.String(v.SHA256), abi.Int64(int64(share)), abi.Int64(now.UnixMilli()),
-				abi.Float64(bound.MaxErrorRate), abi.Int64(bound.MinSamples), abi.Int64(now.Unix())},
-		},
-		abi.Statement{
-			SQL: "INSERT INTO release_events (function, action, sha256, detail, created_at) VALUES (?, 'canary', ?, ?, ?)",
-			Args: []abi.Value{abi.String(function), abi.String(v.SHA256),
-				abi.String(fmt.Sprintf("%s of callers; roll back above %.2f%% errors after %d requests", FormatPercent(share), 100*bound.MaxErrorRate, bound.MinSamples)),
-				abi.Int64(now.Unix())},
-			When: []abi.Cond{{Step: 1, Test: abi.Affected}},
-		},
-	)
-	if err != nil {
-		return v, err
-	}
-	if steps[1].RowsAffected == 0 {
-		return v, fmt.Errorf("%s is already the stable version of %s", v.Label(), function)
-	}
-	return v, nil
-}
-
 // Promote makes the canary the stable version and serves it to everyone.
 // The stable version it replaces is kept, so Rollback can return to it.
 func (s *Store) Promote(ctx context.Context, function string) (Version, error) {
 	now := s.now().Unix()
 	steps, err := s.exec(ctx,
 		abi.Statement{
-			SQL: `UPDATE releases SET previous_sha = stable_sha, stable_sha = canary_sha, canary_sha = NULL, canary_bp = 0,
-    canary_since = NULL, generation = generation + 1, updated_at = ?
+			SQL: `UPDATE releases SET previous_sha = stable_sha, stable_sha = canary_sha, ` + endCanary + `, verdict = '', generation = generation + 1, updated_at = ?
   WHERE function = ? AND canary_sha IS NOT NULL RETURNING stable_sha`,
 			Args: []abi.Value{abi.Int64(now), abi.String(function)},
 		},
@@ -220,7 +194,7 @@ func (s *Store) Rollback(ctx context.Context, function, reason string) (string, 
 	steps, err := s.exec(ctx,
 		abi.Statement{
 			SQL: `UPDATE releases SET rolled_back_sha = canary_sha, rollback_reason = ?, rolled_back_at = ?,
-    canary_sha = NULL, canary_bp = 0, canary_since = NULL, generation = generation + 1, updated_at = ?
+    ` + endCanary + `, verdict = '', generation = generation + 1, updated_at = ?
   WHERE function = ? AND canary_sha IS NOT NULL RETURNING rolled_back_sha`,
 			Args: []abi.Value{abi.String(reason), abi.Int64(now), abi.Int64(now), abi.String(function)},
 		},
@@ -246,30 +220,12 @@ func (s *Store) Rollback(ctx context.Context, function, reason string) (string, 
 	return "", Version{}, fmt.Errorf("%s has no canary and no promotion to roll back: %w", function, ErrNothing)
 }
 
-// AutoRollback records a host's automatic rollback. It changes the row only
-// while the same canary, started at the same time, is still in it, so hosts
-// that trip together write it once, and an operator's newer change wins.
-func (s *Store) AutoRollback(ctx context.Context, rb Rollback) error {
-	now := s.now().Unix()
-	fn := rb.Canary.Function
-	_, err := s.exec(ctx,
-		abi.Statement{
-			SQL: `UPDATE releases SET rolled_back_sha = canary_sha, rollback_reason = ?, rolled_back_at = ?,
-    canary_sha = NULL, canary_bp = 0, canary_since = NULL, generation = generation + 1, updated_at = ?
-  WHERE function = ? AND canary_sha = ? AND canary_since = ?`,
-			Args: []abi.Value{abi.String(rb.Reason()), abi.Int64(now), abi.Int64(now), abi.String(fn), abi.String(rb.Canary.SHA256), abi.Int64(rb.Since)},
-		},
-		abi.Statement{
-			SQL:  "INSERT INTO release_events (function, action, sha256, detail, created_at) VALUES (?, 'auto-rollback', ?, ?, ?)",
-			Args: []abi.Value{abi.String(fn), abi.String(rb.Canary.SHA256), abi.String(rb.Reason()), abi.Int64(now)},
-			When: []abi.Cond{{Step: 0, Test: abi.Affected}},
-		},
-	)
-	return err
-}
-
-// Events returns the function's latest release events, newest first.
+// Events returns the function's latest release events, newest first; all
+// of them when limit is 0.
 func (s *Store) Events(ctx context.Context, function string, limit int) ([]Event, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
 	steps, err := s.exec(ctx, abi.Statement{
 		SQL:  "SELECT id, function, action, sha256, detail, created_at FROM release_events WHERE function = ? ORDER BY id DESC LIMIT ?",
 		Args: []abi.Value{abi.String(function), abi.Int64(int64(limit))},

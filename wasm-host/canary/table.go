@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -35,6 +36,10 @@ type Options struct {
 	// metrics endpoint answers only when it is a loopback address too, so a
 	// proxy on the same machine does not make every client local.
 	ClientAddr func(*http.Request) string
+	// Abandon, when set, settles the ledger attempt of a request whose
+	// module stopped without answering (trap, deadline, client gone), so
+	// its reservation is refunded at once instead of after its lease.
+	Abandon func(ctx context.Context, requestID string)
 }
 
 // Table holds the releases of every function a host serves and keeps them
@@ -50,8 +55,8 @@ type Table struct {
 	live     map[string]map[string]*variant // function → sha256 → loaded version
 	pools    map[*variant]*runtime.Function // versions this Table loaded and must close
 	modules  map[*variant]*runtime.Module
-	applied  map[string]int64   // generation applied per function
-	windows  map[string]*window // current canary window per function
+	applied  map[string]int64 // generation applied per function
+	kick     chan struct{}    // a canary request failed: tick now
 	stop     chan struct{}
 	done     chan struct{}
 }
@@ -72,7 +77,7 @@ func NewTable(o Options) *Table {
 		opts: o, store: NewStore(o.Ledger),
 		releases: map[string]*Release{}, built: map[string]*variant{},
 		live: map[string]map[string]*variant{}, pools: map[*variant]*runtime.Function{},
-		modules: map[*variant]*runtime.Module{}, applied: map[string]int64{}, windows: map[string]*window{},
+		modules: map[*variant]*runtime.Module{}, applied: map[string]int64{}, kick: make(chan struct{}, 1),
 	}
 }
 
@@ -89,21 +94,17 @@ func (t *Table) Add(function string, wasm []byte, fn Handler) *Release {
 	b := &variant{version: v, fn: fn, stats: t.stats.stats(v)}
 	t.built[function] = b
 	t.live[function] = map[string]*variant{v.SHA256: b}
-	r := &Release{function: function, log: t.opts.Log}
-	r.plan.Store(&plan{stable: b, bound: DefaultBound})
-	r.onRollback = t.recordRollback
+	r := &Release{function: function, log: t.opts.Log, store: t.store, abandon: t.opts.Abandon, kick: t.kickNow}
+	r.plan.Store(&plan{stable: b})
 	t.releases[function] = r
 	return r
 }
 
-// recordRollback writes a host's automatic rollback to the ledger, so the
-// other hosts drop the canary too and the operator sees why.
-func (t *Table) recordRollback(rb Rollback) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := t.store.AutoRollback(ctx, rb); err != nil {
-		t.opts.Log.Error("canary rollback not recorded in the ledger; this host keeps it rolled back",
-			"function", rb.Canary.Function, "canary", rb.Canary.Label(), "error", err.Error())
+// kickNow asks the polling loop for a tick at once (without waiting).
+func (t *Table) kickNow() {
+	select {
+	case t.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -142,28 +143,19 @@ func (t *Table) apply(ctx context.Context, st State) error {
 	if err != nil {
 		return err
 	}
-	p := &plan{stable: stable, bound: st.Bound}
+	p := &plan{stable: stable}
 	if st.CanarySHA != "" && st.CanarySHA != stable.version.SHA256 {
-		w := t.windows[fn]
-		if w == nil || w.sha != st.CanarySHA || w.since != st.CanarySince {
-			w = &window{sha: st.CanarySHA, since: st.CanarySince}
-			t.windows[fn] = w
+		c, err := t.variant(ctx, fn, st.CanarySHA)
+		if err != nil {
+			return err
 		}
-		// A tripped window means this host rolled the canary back and the
-		// ledger has not caught up yet: it must not serve again meanwhile.
-		if !w.tripped.Load() {
-			c, err := t.variant(ctx, fn, st.CanarySHA)
-			if err != nil {
-				return err
-			}
-			p.canary, p.share, p.window = c, st.Share, w
-		}
+		p.canary, p.share, p.since, p.limited = c, st.Share, st.StepSince, st.Budget >= 0
 	}
 	r := t.releases[fn]
 	r.plan.Store(p)
 	attrs := []any{"function", fn, "stable", stable.version.Label(), "generation", st.Generation}
 	if p.canary != nil {
-		attrs = append(attrs, "canary", p.canary.version.Label(), "share", FormatPercent(p.share))
+		attrs = append(attrs, "canary", p.canary.version.Label(), "share", FormatPercent(p.share), "step", st.Step+1)
 	}
 	t.opts.Log.Info("release applied", attrs...)
 	t.retire(fn, p)
@@ -247,7 +239,31 @@ func (t *Table) close(v *variant, grace time.Duration) {
 	}
 }
 
-// Start applies the ledger's state every interval, until Close.
+// Tick is one round of the polling loop: write this host's outcomes to
+// the ledger, judge every canary on the fleet's counts (any host may act;
+// the ledger makes the decision once), and apply what changed.
+func (t *Table) Tick(ctx context.Context) error {
+	var errs []error
+	if err := t.Flush(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("outcomes not written: %w", err))
+	}
+	decisions, err := t.store.Analyze(ctx)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("analysis: %w", err))
+	}
+	for _, d := range decisions {
+		if d.Action != "wait" && d.Action != "hold" {
+			t.opts.Log.Warn("canary "+d.Action, "function", d.Function, "canary", d.Canary.Label(), "reason", d.Reason)
+		}
+	}
+	if err := t.Sync(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Start ticks every interval, and at once when a canary request failed,
+// until Close.
 func (t *Table) Start(every time.Duration) {
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
 	go func() {
@@ -259,10 +275,11 @@ func (t *Table) Start(every time.Duration) {
 			case <-t.stop:
 				return
 			case <-tick.C:
+			case <-t.kick:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), max(every, 10*time.Second))
-			if err := t.Sync(ctx); err != nil {
-				t.opts.Log.Warn("release sync failed; serving the last applied releases", "error", err.Error())
+			if err := t.Tick(ctx); err != nil {
+				t.opts.Log.Warn("release tick incomplete; serving the last applied releases", "error", err.Error())
 			}
 			cancel()
 		}

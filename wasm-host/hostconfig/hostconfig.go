@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,13 @@ type Config struct {
 	// MetricsAddr (GATEWAY_METRICS_ADDR), when set, is a listener of its
 	// own that serves the metrics to any client (README, "Observability").
 	MetricsAddr string
+	// CacheDir is wazero's compilation cache (GATEWAY_CACHE_DIR, by default
+	// DataDir/wazero-cache).
+	CacheDir string
+	// Modules is which build of the functions the host runs: "abi" (the
+	// host ABI, TinyGo) or "socket" (self-sufficient modules with sockets,
+	// schema/socket.md).
+	Modules string
 
 	// plain holds the settings modules may read (see Get).
 	plain map[string]string
@@ -84,8 +92,13 @@ func From(getenv func(string) string) (*Config, error) {
 		IdleTimeout:       duration(v["GATEWAY_IDLE_TIMEOUT"]),
 		MaxHeaderBytes:    atoi(v["GATEWAY_MAX_HEADER_BYTES"]),
 		MetricsAddr:       v["GATEWAY_METRICS_ADDR"],
+		Modules:           v["GATEWAY_MODULES"],
 		plain:             map[string]string{},
 	}
+	if err := c.checkModules(getenv("GATEWAY_FUNCTIONS_DIR")); err != nil {
+		return nil, err
+	}
+	c.CacheDir = or(v["GATEWAY_CACHE_DIR"], filepath.Join(c.DataDir, "wazero-cache"))
 	if p := v["GATEWAY_TRUSTED_PROXIES"]; p != "" {
 		c.TrustedProxies, _ = ParseTrustedProxies(p) // checked by Load
 	}
@@ -227,4 +240,11 @@ func LogLevel(v string) (slog.Level, error) {
 	var l slog.Level
 	l.UnmarshalText([]byte(v))
 	return l, nil
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/testenv"
 )
 
 // BenchmarkInstrument measures what the host pays per module at start:

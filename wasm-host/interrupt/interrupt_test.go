@@ -16,7 +16,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/testenv"
 )
 
 // builtModules are every function module and test guest `make build` wrote.

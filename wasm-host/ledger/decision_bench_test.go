@@ -9,7 +9,8 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/ledgerq"
-	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/shared/platform"
+	"decisiongateway/testkit/sqldtest"
 )
 
 // BenchmarkDecision measures the ledger's share of one decision: the
@@ -65,7 +66,7 @@ func BenchmarkDecision(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer e.Close()
-				l := benchLedger{e}
+				l := e.Bind(context.Background())
 				var caller atomic.Int64
 				decide := func(acct int) {
 					if err := benchDecision(l, accounts[acct], c.idem); err != nil {
@@ -110,14 +111,6 @@ func reportPerDecision(b *testing.B, s Stats, cpu time.Duration, n int) {
 	}
 }
 
-type benchLedger struct{ e *Executor }
-
-func (l benchLedger) Exec(b *abi.Batch) (abi.BatchResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return l.e.Exec(ctx, b), nil
-}
-
 type benchAccount struct{ id, keyHash string }
 
 var benchSeq atomic.Int64
@@ -140,7 +133,7 @@ func benchAccounts(b *testing.B, e *Executor, n int) []benchAccount {
 }
 
 // benchDecision reserves and settles one successful decision.
-func benchDecision(l benchLedger, a benchAccount, idem bool) error {
+func benchDecision(l platform.Ledger, a benchAccount, idem bool) error {
 	id := fmt.Sprintf("req-%d", benchSeq.Add(1))
 	key := ""
 	if idem {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/testkit/sqldtest"
 )
 
 // BenchmarkExec measures one 3-step batch (conditional debit, guarded ledger

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/testkit/sqldtest"
 )
 
 // eachBackend runs f against a fresh embedded file and a fresh real sqld.

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/tursodatabase/libsql-client-go/libsql"
-	_ "modernc.org/sqlite" // registers "sqlite", which libsql-client-go uses for file: URLs
 )
 
 // DefaultURL is the ledger used when LIBSQL_URL is unset: an embedded SQLite

@@ -9,7 +9,7 @@ import (
 
 	"decisiongateway/schema"
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/testkit/sqldtest"
 )
 
 func TestOpenAcceptsEveryURLSpelling(t *testing.T) {

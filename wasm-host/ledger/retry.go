@@ -10,8 +10,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"modernc.org/sqlite"
 )
 
 // Backoff bounds for a batch that found the database locked by another
@@ -65,9 +63,8 @@ func isBusy(err error) bool {
 	if err == nil {
 		return false
 	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
+	if code, ok := sqliteCode(err); ok {
+		switch code & 0xff {
 		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
 			return true
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/tursodatabase/libsql-client-go/libsql"
 
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/testkit/sqldtest"
 )
 
 // holdWriteLock takes the database's write lock from a separate connection,

@@ -15,7 +15,7 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/ledgerq"
-	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/testkit/sqldtest"
 )
 
 // countingProxy forwards to a sqld and counts the Hrana pipeline requests
@@ -36,16 +36,6 @@ func countingProxy(t *testing.T, target string) (string, *atomic.Int64) {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL, &n
-}
-
-// ledgerOf adapts an Executor to platform.Ledger for ledgerq.
-type ledgerOf struct {
-	t testing.TB
-	e *Executor
-}
-
-func (l ledgerOf) Exec(b *abi.Batch) (abi.BatchResult, error) {
-	return l.e.Exec(testCtx(l.t), b), nil
 }
 
 const (
@@ -79,7 +69,7 @@ func TestRemoteBatchIsOneRequest(t *testing.T) {
 	url, n := countingProxy(t, sqldtest.Start(t))
 	e := openT(t, url)
 	seedLedger(t, e)
-	l := ledgerOf{t, e}
+	l := e.Bind(testCtx(t))
 	now := time.Unix(1_800_000_000, 0)
 
 	b := batchOf(

@@ -1,11 +1,13 @@
 package ledger
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"decisiongateway/shared/ledgerq"
+	"decisiongateway/shared/platform"
 )
 
 // Options.Prepare compiles the decision path when the writer starts, so a
@@ -38,7 +40,7 @@ func TestPrepareAtOpenCompilesTheDecisionPath(t *testing.T) {
 			// every statement the warm-up compiled.
 			run(t, e, stmt(`SELECT 1`))
 			warm := e.Stats()
-			decide(t, benchLedger{e}, "req-"+c.name)
+			decide(t, e.Bind(context.Background()), "req-"+c.name)
 			fresh := e.Stats().Sub(warm).Prepared
 			switch {
 			case c.prepare == nil && fresh == 0:
@@ -55,7 +57,7 @@ func TestPrepareAtOpenCompilesTheDecisionPath(t *testing.T) {
 
 // decide reserves and settles one successful decision with an
 // Idempotency-Key, as functions/decide does.
-func decide(t *testing.T, l benchLedger, id string) {
+func decide(t *testing.T, l platform.Ledger, id string) {
 	t.Helper()
 	now := time.Now()
 	r, err := ledgerq.ReserveDecision(l, &ledgerq.Reserve{

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"decisiongateway/wasm-host/sqldtest"
+	"decisiongateway/testkit/sqldtest"
 )
 
 // Settings of every gateway the benchmark starts. The limits are far above

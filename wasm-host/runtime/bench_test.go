@@ -8,7 +8,7 @@ import (
 
 	"decisiongateway/functions/config"
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/testenv"
 )
 
 // The config function is the benchmark subject: a real route module whose

@@ -50,6 +50,9 @@ type Options struct {
 	// Modules are built with TinyGo's leaking allocator (an arena per
 	// instance), so this is how their memory is reclaimed.
 	RecycleBytes uint32
+	// Sockets, when set, makes this an engine for the socket build's
+	// modules (sockets.go) instead of the ABI build's.
+	Sockets *Sockets
 }
 
 // Engine owns the wazero runtime shared by all functions.
@@ -59,6 +62,7 @@ type Engine struct {
 	rt       wazero.Runtime
 	cache    wazero.CompilationCache
 	services Services
+	sockets  *Sockets
 }
 
 // NewEngine creates the runtime, instantiates WASI and the `gateway` host
@@ -69,6 +73,9 @@ func NewEngine(ctx context.Context, opts Options, s Services) (*Engine, error) {
 	}
 	if s.Output == nil {
 		s.Output = func(string, []byte) {}
+	}
+	if opts.Sockets != nil {
+		opts = opts.Sockets.defaults(opts)
 	}
 	pages := opts.MemoryLimitPages
 	if pages == 0 {
@@ -91,13 +98,15 @@ func NewEngine(ctx context.Context, opts Options, s Services) (*Engine, error) {
 		cfg = cfg.WithCompilationCache(c)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	e := &Engine{rt: rt, cache: cache, cacheDir: opts.CacheDir, services: s, recycle: opts.RecycleBytes}
+	e := &Engine{rt: rt, cache: cache, cacheDir: opts.CacheDir, services: s, recycle: opts.RecycleBytes, sockets: opts.Sockets}
 	if e.recycle == 0 {
 		e.recycle = 8 << 20
 	}
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		rt.Close(ctx)
-		return nil, err
+	if e.sockets == nil { // socket builds get wasi-go's WASI, per instance
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+			rt.Close(ctx)
+			return nil, err
+		}
 	}
 	if err := e.instantiateHostModule(ctx); err != nil {
 		rt.Close(ctx)
@@ -140,13 +149,19 @@ func (e *Engine) Compile(ctx context.Context, name string, wasm []byte) (*Module
 			return nil, fmt.Errorf("runtime: %s does not export %s", name, want)
 		}
 	}
+	if _, socket := cm.ExportedFunctions()[exportSockets]; socket != (e.sockets != nil) {
+		cm.Close(ctx)
+		return nil, fmt.Errorf("runtime: %s is %s, this host runs %s", name, buildOf(socket), buildOf(e.sockets != nil))
+	}
 	m := &Module{engine: e, name: name, compiled: cm}
 	inst, err := m.instantiate(ctx)
 	if err != nil {
 		cm.Close(ctx)
 		return nil, err
 	}
-	res, err := inst.version.Call(ctx)
+	vctx, leave := inst.enter(ctx)
+	res, err := inst.version.Call(vctx)
+	leave()
 	if err != nil {
 		inst.close(ctx)
 		cm.Close(ctx)
@@ -238,6 +253,7 @@ type instance struct {
 	handle  api.Function
 	version api.Function
 	state   callState
+	sockets *socketInstance // nil for the ABI build
 }
 
 type outputWriter struct {
@@ -258,6 +274,9 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		WithRandSource(rand.Reader).
 		WithStdout(out).
 		WithStderr(out)
+	if m.engine.sockets != nil {
+		return m.instantiateSockets(ctx, cfg)
+	}
 	mod, err := m.engine.rt.InstantiateModule(ctx, m.compiled, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: instantiate %s: %w", m.name, err)
@@ -270,13 +289,31 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	}, nil
 }
 
-func (i *instance) close(ctx context.Context) { i.mod.Close(ctx) }
+func (i *instance) close(ctx context.Context) {
+	i.mod.Close(ctx)
+	if i.sockets != nil {
+		i.sockets.close()
+	}
+}
 
 // call runs one request on the instance. Any error leaves the instance in an
 // unknown state: the caller must discard it.
 func (i *instance) call(ctx context.Context, c *callState, req *abi.Request) (abi.Response, error) {
 	c.buf = abi.AppendRequest(c.buf[:0], req)
+	ctx, leave := i.enter(ctx)
 	ctx = context.WithValue(ctx, callKey{}, c)
+	resp, err := i.exchange(ctx, c)
+	if !leave() && err == nil {
+		// A socket build's WASI state was shut down by the deadline: the
+		// guest may have answered what a failed socket made it answer,
+		// and the instance cannot be used again.
+		return abi.Response{}, context.Cause(ctx)
+	}
+	return resp, err
+}
+
+// exchange writes the encoded request into the instance and runs it.
+func (i *instance) exchange(ctx context.Context, c *callState) (abi.Response, error) {
 	res, err := i.alloc.Call(ctx, uint64(len(c.buf)))
 	if err != nil {
 		return abi.Response{}, err

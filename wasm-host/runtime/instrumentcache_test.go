@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/interrupt"
-	"decisiongateway/wasm-host/testenv"
 )
 
 // A module's instrumented form is kept in the cache directory and used by

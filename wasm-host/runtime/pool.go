@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"decisiongateway/shared/abi"
 )
@@ -175,7 +176,11 @@ func (f *Function) Handle(ctx context.Context, req *abi.Request) (abi.Response, 
 
 // run makes one call into a pooled instance.
 func (f *Function) run(ctx context.Context, req *abi.Request) (abi.Response, error) {
+	queued := time.Now()
 	inst, err := f.acquire(ctx)
+	if t := timingFrom(ctx); t != nil {
+		t.queue.Add(int64(time.Since(queued)))
+	}
 	if err != nil {
 		return abi.Response{}, err
 	}

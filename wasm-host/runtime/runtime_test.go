@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/testenv"
 )
 
 // fakeServices records what the guest asked for; the ledger answers

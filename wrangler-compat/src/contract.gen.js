@@ -296,6 +296,24 @@ export const SETTINGS = Object.freeze([
     "rule": "a whole number ≥ 4096"
   },
   {
+    "name": "GATEWAY_MODULES",
+    "default": "abi",
+    "kind": "enum",
+    "values": [
+      "abi",
+      "socket"
+    ],
+    "doc": "which build of the functions the host runs (schema/socket.md)",
+    "rule": "abi or socket"
+  },
+  {
+    "name": "GATEWAY_CACHE_DIR",
+    "default": "",
+    "kind": "text",
+    "doc": "wazero's compilation cache (unset: GATEWAY_DATA_DIR/wazero-cache)",
+    "rule": "any text"
+  },
+  {
     "name": "GATEWAY_LOG_LEVEL",
     "default": "info",
     "kind": "enum",

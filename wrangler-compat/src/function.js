@@ -13,7 +13,8 @@
 
 import { match } from "./router.js";
 import { Pool, Overloaded, DeadlineExceeded } from "./pool.js";
-import { VersionError, awaitCall } from "./host.js";
+import { VersionError, awaitCall, ledgerFor } from "./host.js";
+import { record } from "./samples.js";
 import { parseDuration } from "./duration.js";
 import { DEFAULT_MAX_BODY, SETTINGS } from "./contract.gen.js";
 import { SettingError, checkSettings } from "./settings.js";
@@ -56,12 +57,13 @@ function checkedEnv(env) {
  * module   its compiled WebAssembly.Module
  * version  the module version it answers with in X-Function-Version,
  *          name@<12 hex of the module's SHA-256>, as the wazero host names it
+ * sha256   the module's whole SHA-256, under which its outcomes are counted
  * routes   the route table entries this function serves
  */
-export function functionWorker({ name, module, version, routes }) {
+export function functionWorker({ name, module, version, sha256, routes }) {
   let pool = null; // instances need a request to be created in
 
-  async function serve(request, env, requestId) {
+  async function serve(request, env, requestId, timing) {
     const url = new URL(request.url);
     const { route, allow } = match(routes, request.method, url.pathname);
     if (!route) {
@@ -103,13 +105,22 @@ export function functionWorker({ name, module, version, routes }) {
       // free instance with the result (schema/abi.md, "Awaiting").
       let call = message;
       for (let awaits = 0; ; awaits++) {
-        const answer = await pool.run((inst) => inst.handle(call, { env, requestId }), Math.max(1, deadline - Date.now()));
+        const answer = await pool.run(async (inst) => {
+          const start = Date.now();
+          try {
+            return await inst.handle(call, { env, requestId });
+          } finally {
+            timing.fnMs += Date.now() - start;
+          }
+        }, Math.max(1, deadline - Date.now()));
         if (!answer.await) {
           answer.headers.push(["x-function-version", version]);
           return answer;
         }
         if (awaits === MAX_AWAITS) throw new Error(`${name} asked for more than ${MAX_AWAITS} outbound calls`);
+        const outbound = Date.now();
         call = { ...message, resume: await beforeDeadline(awaitCall(answer.await, env), deadline, name, timeoutMs) };
+        timing.fnMs += Date.now() - outbound; // the function's own call, as on the wazero host
       }
     } catch (e) {
       log("error", "function failed", { request_id: requestId, function: name, version, error: String(e?.stack ?? e) });
@@ -129,10 +140,23 @@ export function functionWorker({ name, module, version, routes }) {
       if (checkedOrError instanceof SettingError) {
         return respond(request, requestId, platformError("misconfigured", `this Worker's settings are invalid: ${checkedOrError.message}`));
       }
-      const work = serve(request, checkedOrError, requestId).catch((e) => {
+      const timing = { fnMs: 0, start: Date.now() };
+      const work = serve(request, checkedOrError, requestId, timing).catch((e) => {
         log("error", "host failed", { request_id: requestId, error: String(e?.stack ?? e) });
         return platformError("internal_error", "the function failed; the request id identifies it in the logs");
       });
+      if (sha256 && env.LIBSQL_URL) {
+        // Counted after the answer, off the request's path, for the
+        // rollout analysis; routed requests only (404/405 never reach a
+        // version's code, yet they are 4xx and left out of the rate).
+        ctx?.waitUntil?.(
+          work.then((answer) => {
+            const total = Date.now() - timing.start;
+            return record(ledgerFor(env.LIBSQL_URL, env.LIBSQL_AUTH_TOKEN ?? ""), name, sha256, answer.status, answer.headers,
+              timing.fnMs, Math.max(0, total - timing.fnMs));
+          }),
+        );
+      }
       // A client that hangs up must not stop a decision between reserving
       // and settling: waitUntil keeps it running to the end, so resending
       // the same Idempotency-Key replays it.

@@ -206,7 +206,7 @@ export class Instance {
 // One Ledger per LIBSQL_URL and token for the life of the isolate: it holds no
 // connection, only the parsed endpoint.
 let cachedLedger = null;
-function ledgerFor(url, token) {
+export function ledgerFor(url, token) {
   if (cachedLedger?.url !== url || cachedLedger?.token !== token) {
     let ledger;
     try {

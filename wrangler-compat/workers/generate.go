@@ -279,7 +279,7 @@ func writeFunction(o genOptions, m *Manifest, f FunctionEntry, dir string, wasm 
 		return err
 	}
 	cfg, err := json.MarshalIndent(map[string]any{
-		"name": f.Function, "version": f.Version, "routes": f.Routes,
+		"name": f.Function, "version": f.Version, "sha256": f.SHA256, "routes": f.Routes,
 	}, "", "  ")
 	if err != nil {
 		return err

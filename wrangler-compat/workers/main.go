@@ -7,7 +7,7 @@
 //	workers generate -routes FILE [-functions DIR] [-out DIR] [-local] [-vars FILE]
 //	workers dev      [-out DIR] -env-file FILE [-port N]  run every Worker locally in one wrangler dev
 //	workers deploy   [-out DIR] [-secrets FILE] [-dry-run]  (-dry-run: bundle, check, print sizes against the limits)
-//	workers release  canary FUNCTION PATH.wasm PERCENT | promote FUNCTION | rollback FUNCTION | status FUNCTION
+//	workers release  canary FUNCTION PATH.wasm PERCENT | watch FUNCTION STEPS | promote FUNCTION | rollback FUNCTION | status FUNCTION
 //
 // Run it from the repository root: go run ./wrangler-compat/workers …
 // It runs the pinned wrangler of wrangler-compat/node_modules with the Node
@@ -26,8 +26,15 @@ const usage = `usage (from the repository root):
   go run ./wrangler-compat/workers generate -routes FILE [-functions DIR] [-out DIR] [-name NAME] [-local] [-vars FILE]
   go run ./wrangler-compat/workers dev      [-out DIR] -env-file FILE [-port 8788]
   go run ./wrangler-compat/workers deploy   [-out DIR] [-secrets FILE] [-dry-run]
-  go run ./wrangler-compat/workers release  [-out DIR] [-dry-run] canary FUNCTION PATH.wasm PERCENT
+  go run ./wrangler-compat/workers release  [-out DIR] [-dry-run] [-force] canary FUNCTION PATH.wasm PERCENT
   go run ./wrangler-compat/workers release  [-out DIR] [-dry-run] promote|rollback|status FUNCTION
+  go run ./wrangler-compat/workers release  [-ledger URL] [-min-samples N] [-max-error-rate R]
+                                            [-max-latency-ratio X] [-every 30s] [-once] watch FUNCTION STEPS
+
+Flags may come before or after the arguments. watch judges the canary on
+the counts the function Workers write to the ledger (LIBSQL_URL), with the
+wazero hosts' analysis, and steps through STEPS (1,10,50), promotes after
+the last, or rolls back (a rolled-back version is refused unless -force).
   go run ./wrangler-compat/workers contract-js [-out FILE]   # regenerate src/contract.gen.js
 
 FILE for -routes is what 'bin/gateway routes' prints ('-' reads standard input).

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"decisiongateway/wasm-host/canary"
 )
 
 // A gradual rollout of one function on Workers, the counterpart of
@@ -30,9 +34,11 @@ import (
 //     last version that served 100% before the current one comes back
 //     (wrangler rollback VERSION), undoing a promotion.
 //
-// The canary of a split is the newer of its two versions. Automatic
-// rollback is the wazero host's; on Workers, watch the versions in Workers
-// observability and roll back by hand.
+// The canary of a split is the newer of its two versions. `release watch
+// FUNCTION STEPS` judges it on the ledger's counts and steps, promotes or
+// rolls it back by itself (watch.go); a ramp of the same build (canary
+// with the same file and a new share) uploads nothing and keeps the
+// version ids, so callers keep their version.
 //
 // With -dry-run nothing reaches the Cloudflare API: the new version is
 // bundled and checked (wrangler versions upload --dry-run, which works
@@ -86,6 +92,9 @@ type versionInfo struct {
 	Metadata struct {
 		CreatedOn string `json:"created_on"`
 	} `json:"metadata"`
+	// Annotations carry workers/tag: the first 12 hex of the module's
+	// SHA-256, which `release canary` tags each upload with.
+	Annotations map[string]string `json:"annotations"`
 }
 
 // split tells the stable and the canary version of a deployment apart: the
@@ -137,10 +146,18 @@ func cmdRelease(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	out := fs.String("out", "wrangler-compat/generated", "the generated Workers")
 	dryRun := fs.Bool("dry-run", false, "check the new version's bundle and print the deployment commands, without the Cloudflare API")
-	if err := fs.Parse(args); err != nil {
+	ledgerURL := fs.String("ledger", os.Getenv("LIBSQL_URL"), "the ledger the Workers write to (watch; canary refuses versions that failed there)")
+	force := fs.Bool("force", false, "canary a version that failed analysis before")
+	policy := canary.DefaultPolicy
+	fs.Int64Var(&policy.MinSamples, "min-samples", policy.MinSamples, "watch: canary requests a step needs before it can pass")
+	fs.Float64Var(&policy.MaxErrorRate, "max-error-rate", policy.MaxErrorRate, "watch: how far the canary's error rate may exceed stable's")
+	fs.Float64Var(&policy.MaxLatencyRatio, "max-latency-ratio", policy.MaxLatencyRatio, "watch: how many times stable's mean function time the canary may take")
+	every := fs.Duration("every", 30*time.Second, "watch: time between analyses")
+	once := fs.Bool("once", false, "watch: one analysis, then exit")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	pos := fs.Args()
 	if len(pos) < 2 {
 		return errors.New(usage)
 	}
@@ -163,7 +180,23 @@ func cmdRelease(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if !*dryRun && !*force && *ledgerURL != "" {
+			if err := refuseFailed(*ledgerURL, f.Function, pos[2]); err != nil {
+				return err
+			}
+		}
 		return r.canary(pos[2], p)
+	case pos[0] == "watch" && len(pos) == 3:
+		plan, err := canary.ParseSteps(pos[2])
+		if err != nil {
+			return fmt.Errorf("STEPS %q: %w", pos[2], err)
+		}
+		store, closeLedger, err := ledgerStore(*ledgerURL)
+		if err != nil {
+			return err
+		}
+		defer closeLedger()
+		return r.watch(store, plan, policy, *every, *once)
 	case pos[0] == "promote" && len(pos) == 2:
 		return r.promote()
 	case pos[0] == "rollback" && len(pos) == 2:
@@ -172,6 +205,42 @@ func cmdRelease(args []string, stdout io.Writer) error {
 		return r.status()
 	}
 	return errors.New(usage)
+}
+
+// refuseFailed refuses the module at path when it failed analysis before,
+// on Workers or on the wazero hosts (the same ledger table).
+func refuseFailed(ledgerURL, function, path string) error {
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	store, closeLedger, err := ledgerStore(ledgerURL)
+	if err != nil {
+		return err
+	}
+	defer closeLedger()
+	return store.CheckNotFailed(context.Background(), canary.VersionOf(function, wasm))
+}
+
+// parseInterleaved parses fs's flags wherever they stand among the
+// arguments (`release canary decide F 10 -dry-run` as well as `release
+// -dry-run canary …`) and returns the arguments. The flag package alone
+// stops at the first argument and would leave a later flag unread.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" { // everything after is an argument
+			return append(pos, args[1:]...), nil
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
 }
 
 // rollout is one release command on one function Worker.
@@ -197,25 +266,38 @@ func (r *rollout) api(args ...string) error {
 // current returns the stable and canary version ids of the function's
 // deployment (canary "" when it has one version).
 func (r *rollout) current() (stable, canary string, err error) {
+	stable, canary, _, err = r.currentTagged()
+	return stable, canary, err
+}
+
+// currentTagged is current, with the canary's workers/tag (the first 12
+// hex of its module's SHA-256) when it has one.
+func (r *rollout) currentTagged() (stable, canary, canaryTag string, err error) {
 	var d deployment
 	text, err := r.w.quiet("deployments", "status", "--json", "-c", r.config)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	if err := json.Unmarshal([]byte(text), &d); err != nil {
-		return "", "", fmt.Errorf("deployments status: %w", err)
+		return "", "", "", fmt.Errorf("deployments status: %w", err)
 	}
 	var versions []versionInfo
 	if len(d.Versions) == 2 {
 		text, err := r.w.quiet("versions", "list", "--json", "-c", r.config)
 		if err != nil {
-			return "", "", err
+			return "", "", "", err
 		}
 		if err := json.Unmarshal([]byte(text), &versions); err != nil {
-			return "", "", fmt.Errorf("versions list: %w", err)
+			return "", "", "", fmt.Errorf("versions list: %w", err)
 		}
 	}
-	return split(d, versions)
+	stable, canary, err = split(d, versions)
+	for _, v := range versions {
+		if v.ID == canary && canary != "" {
+			canaryTag = v.Annotations["workers/tag"]
+		}
+	}
+	return stable, canary, canaryTag, err
 }
 
 func (r *rollout) canary(path string, p float64) error {
@@ -227,6 +309,22 @@ func (r *rollout) canary(path string, p float64) error {
 	nf := *r.f
 	nf.SHA256 = hex.EncodeToString(sum[:])
 	nf.Version = nf.Function + "@" + nf.SHA256[:12]
+	if !r.w.dryRun {
+		// A ramp of the current canary changes its share only: the same
+		// version ids keep Cloudflare's version affinity, so the callers
+		// already on the canary stay there, and nothing is uploaded again.
+		stable, canary, tag, err := r.currentTagged()
+		if err != nil {
+			return err
+		}
+		if canary != "" && tag == nf.SHA256[:12] {
+			if err := r.api(splitArgs(r.config, canary, stable, p, "ramp "+nf.Version)...); err != nil {
+				return err
+			}
+			fmt.Fprintf(r.stdout, "%s (version %s, already uploaded) now serves %s of accounts\n", nf.Version, canary, formatPercent(p))
+			return nil
+		}
+	}
 	root, err := repoRoot()
 	if err != nil {
 		return err

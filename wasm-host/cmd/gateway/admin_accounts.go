@@ -1,28 +1,15 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
-	"decisiongateway/shared/abi"
 	"decisiongateway/shared/accounts"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/settings"
-	"decisiongateway/wasm-host/ledger"
 )
-
-// hostLedger lets host code run the same typed batches as the functions:
-// shared/accounts speaks platform.Ledger, and this adapts the host's
-// executor to it (as runtime.NativeEnv does for handlers).
-type hostLedger struct {
-	ctx context.Context
-	e   *ledger.Executor
-}
-
-func (h hostLedger) Exec(b *abi.Batch) (abi.BatchResult, error) { return h.e.Exec(h.ctx, b), nil }
 
 // The account commands of the operator interface (ARCHITECTURE.md) change
 // accounts through shared/accounts, the batches the functions run, so an
@@ -31,7 +18,7 @@ func (h hostLedger) Exec(b *abi.Batch) (abi.BatchResult, error) { return h.e.Exe
 // value automation needs (a session cookie, a key secret) alone on the
 // last line.
 
-func (op *operator) store() *accounts.Store { return accounts.New(hostLedger{op.ctx, op.led}) }
+func (op *operator) store() *accounts.Store { return accounts.New(op.led.Bind(op.ctx)) }
 
 func (op *operator) welcome() int64 { return int64(settings.Read(op.cfg).WelcomeCredits) }
 

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/testenv"
 )
 
 // cliRun runs bin/gateway with args and env added to a bare environment,

@@ -18,8 +18,8 @@ import (
 
 	"decisiongateway/client"
 	"decisiongateway/shared/keys"
-	"decisiongateway/wasm-host/hosttest"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/hosttest"
+	"decisiongateway/testkit/testenv"
 )
 
 // imageConfig is what `podman image inspect` says of the image's runtime

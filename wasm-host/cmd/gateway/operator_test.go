@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/testkit/hosttest"
+	"decisiongateway/testkit/sqldtest"
 	"decisiongateway/wasm-host/hostconfig"
-	"decisiongateway/wasm-host/hosttest"
-	"decisiongateway/wasm-host/sqldtest"
 )
 
 // The operator commands against the ledger of a real gateway that served

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,25 +21,40 @@ import (
 
 const releaseUsage = `usage:
   gateway release status [FUNCTION]
-  gateway release canary FUNCTION PATH.wasm PERCENT [--max-error-rate R] [--min-samples N]
+  gateway release canary FUNCTION PATH.wasm STEPS [--min-samples N] [--max-error-rate R]
+                         [--max-latency-ratio X] [--pause DURATION] [--force]
+  gateway release advance FUNCTION
   gateway release promote FUNCTION
   gateway release rollback FUNCTION [--reason TEXT]
+  gateway release analyze
 
 Release state lives in the ledger (LIBSQL_URL); running hosts apply a change
-within a few seconds, without a restart. A canary serves PERCENT of callers
-(sticky per account) and is rolled back by the hosts themselves when more than
-R of its requests fail (default 0.05) once it served N (default 100).
+within a few seconds, without a restart. STEPS is one share or a plan of
+growing shares in percent, such as 1,10,50: the canary serves the first share
+(sticky per account); each step is judged on N canary requests fleet-wide
+(default 100) against the stable version over the same window, and passes
+when its error rate is at most R above stable's (default 0.05) and its mean
+function time at most X times stable's (default 1.5), after at least DURATION
+(default 0s). A passed step moves to the next; after the last, the canary is
+promoted. A failed step rolls the canary back, and the version is refused
+by later canaries unless --force. Until a step is judged it admits at most N
+canary requests across the fleet: a broken canary reaches at most N callers.
+A share followed by ! (1,10!,50) waits after passing for
+` + "`release advance`" + `, which also moves on any step by hand. Hosts analyse
+every few seconds; ` + "`release analyze`" + ` runs one round now. Flags may come
+before or after the arguments.
 `
 
 // release runs `gateway release …`, the operator side of wasm-host/canary.
 func release(args []string, out io.Writer) error {
-	if len(args) == 0 {
-		return errors.New(releaseUsage)
-	}
-	pos, flags, err := splitFlags(args[1:])
+	pos, flags, err := splitFlags(args)
 	if err != nil {
 		return err
 	}
+	if len(pos) == 0 {
+		return errors.New(releaseUsage)
+	}
+	cmd, pos := pos[0], pos[1:]
 	ctx := context.Background()
 	cfg, led, err := openLedger(ctx)
 	if err != nil {
@@ -51,11 +64,11 @@ func release(args []string, out io.Writer) error {
 	store := canary.NewStore(led)
 	need := func(n int) error {
 		if len(pos) != n {
-			return fmt.Errorf("release %s takes %d argument(s)\n%s", args[0], n, releaseUsage)
+			return fmt.Errorf("release %s takes %d argument(s)\n%s", cmd, n, releaseUsage)
 		}
 		return routed(pos[0])
 	}
-	switch args[0] {
+	switch cmd {
 	case "status":
 		if len(pos) > 1 {
 			return errors.New(releaseUsage)
@@ -66,6 +79,20 @@ func release(args []string, out io.Writer) error {
 			return err
 		}
 		return releaseCanary(ctx, cfg, store, pos, flags, out)
+	case "advance":
+		if err := need(1); err != nil {
+			return err
+		}
+		st, err := store.Advance(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		if st.CanarySHA == "" {
+			fmt.Fprintf(out, "promoted %s: it is the stable version for every caller\n", canary.Version{Function: st.Function, SHA256: st.StableSHA}.Label())
+		} else {
+			fmt.Fprintf(out, "%s: step %d/%d, %s of callers\n", canary.Version{Function: st.Function, SHA256: st.CanarySHA}.Label(), st.Step+1, len(st.Steps), canary.FormatPercent(st.Share))
+		}
+		return nil
 	case "promote":
 		if err := need(1); err != nil {
 			return err
@@ -94,35 +121,56 @@ func release(args []string, out io.Writer) error {
 			fmt.Fprintf(out, "rolled back the promotion of %s: the stable version before it serves again\n", v.Label())
 		}
 		return nil
+	case "analyze":
+		if len(pos) != 0 {
+			return errors.New(releaseUsage)
+		}
+		decisions, err := store.Analyze(ctx)
+		for _, d := range decisions {
+			fmt.Fprintf(out, "%s %s: %s\n", d.Canary.Label(), d.Action, d.Reason)
+		}
+		if err == nil && len(decisions) == 0 {
+			fmt.Fprintln(out, "no canary to analyse")
+		}
+		return err
 	}
-	return fmt.Errorf("unknown release command %q\n%s", args[0], releaseUsage)
+	return fmt.Errorf("unknown release command %q\n%s", cmd, releaseUsage)
 }
 
-// splitFlags separates --name VALUE (or --name=VALUE) flags, which may come
-// anywhere, from positional arguments.
+// releaseFlags are the flags `gateway release` knows; true for those that
+// take a value.
+var releaseFlags = map[string]bool{
+	"max-error-rate": true, "min-samples": true, "max-latency-ratio": true, "pause": true, "reason": true, "force": false,
+}
+
+// splitFlags separates flags (-name or --name, with VALUE or =VALUE when
+// they take one), which may come anywhere, from positional arguments. An
+// unknown flag is refused by name rather than read as an argument.
 func splitFlags(args []string) ([]string, map[string]string, error) {
 	var pos []string
 	flags := map[string]string{}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if !strings.HasPrefix(a, "--") {
+		if len(a) < 2 || a[0] != '-' || (a[1] >= '0' && a[1] <= '9') {
 			pos = append(pos, a)
 			continue
 		}
-		name, value, ok := strings.Cut(a[2:], "=")
-		if !ok {
-			if i+1 >= len(args) {
-				return nil, nil, fmt.Errorf("flag --%s needs a value", name)
-			}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		takes, known := releaseFlags[name]
+		switch {
+		case !known:
+			return nil, nil, fmt.Errorf("unknown flag %s\n%s", a, releaseUsage)
+		case !takes && hasValue:
+			return nil, nil, fmt.Errorf("flag --%s takes no value", name)
+		case !takes:
+			value = "true"
+		case !hasValue && i+1 >= len(args):
+			return nil, nil, fmt.Errorf("flag --%s needs a value", name)
+		case !hasValue:
 			i++
 			value = args[i]
 		}
-		switch name {
-		case "max-error-rate", "min-samples", "reason":
-			flags[name] = value
-		default:
-			return nil, nil, fmt.Errorf("unknown flag --%s\n%s", name, releaseUsage)
-		}
+		flags[name] = value
 	}
 	return pos, flags, nil
 }
@@ -138,26 +186,53 @@ func routed(function string) error {
 	return fmt.Errorf("no route is served by a function named %q (see `gateway routes`)", function)
 }
 
-func releaseCanary(ctx context.Context, cfg *hostconfig.Config, store *canary.Store, pos []string, flags map[string]string, out io.Writer) error {
-	function, path := pos[0], pos[1]
-	share, ok := canary.ParsePercent(pos[2])
-	if !ok {
-		return fmt.Errorf("PERCENT %q: want a number from 0 to 100 with at most two decimals", pos[2])
+// rolloutFlags reads a rollout's plan and policy from the arguments.
+func rolloutFlags(stepsArg string, flags map[string]string) (canary.Rollout, error) {
+	r := canary.Rollout{Policy: canary.DefaultPolicy, Force: flags["force"] == "true"}
+	var err error
+	if r.Steps, err = canary.ParseSteps(stepsArg); err != nil {
+		return r, fmt.Errorf("STEPS %q: %w", stepsArg, err)
 	}
-	bound := canary.DefaultBound
-	if v, ok := flags["max-error-rate"]; ok {
-		r, err := strconv.ParseFloat(v, 64)
-		if err != nil || r < 0 || r > 1 {
-			return fmt.Errorf("--max-error-rate %q: want a fraction from 0 to 1, such as 0.05", v)
+	fraction := func(name string, dst *float64, ok func(float64) bool, want string) error {
+		v, set := flags[name]
+		if !set {
+			return nil
 		}
-		bound.MaxErrorRate = r
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !ok(f) {
+			return fmt.Errorf("--%s %q: want %s", name, v, want)
+		}
+		*dst = f
+		return nil
+	}
+	if err := fraction("max-error-rate", &r.Policy.MaxErrorRate, func(f float64) bool { return f >= 0 && f <= 1 }, "a fraction from 0 to 1, such as 0.05"); err != nil {
+		return r, err
+	}
+	if err := fraction("max-latency-ratio", &r.Policy.MaxLatencyRatio, func(f float64) bool { return f >= 1 }, "a ratio of at least 1, such as 1.5"); err != nil {
+		return r, err
 	}
 	if v, ok := flags["min-samples"]; ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
-			return fmt.Errorf("--min-samples %q: want a whole number ≥ 1", v)
+			return r, fmt.Errorf("--min-samples %q: want a whole number ≥ 1", v)
 		}
-		bound.MinSamples = n
+		r.Policy.MinSamples = n
+	}
+	if v, ok := flags["pause"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return r, fmt.Errorf("--pause %q: want a duration such as 5m", v)
+		}
+		r.Pause = d
+	}
+	return r, nil
+}
+
+func releaseCanary(ctx context.Context, cfg *hostconfig.Config, store *canary.Store, pos []string, flags map[string]string, out io.Writer) error {
+	function, path := pos[0], pos[1]
+	r, err := rolloutFlags(pos[2], flags)
+	if err != nil {
+		return err
 	}
 	wasm, err := os.ReadFile(path)
 	if err != nil {
@@ -170,7 +245,7 @@ func releaseCanary(ctx context.Context, cfg *hostconfig.Config, store *canary.St
 	// used by that host; the disk here may hold a newer build than the
 	// hosts serve, so it is not compared.
 	v := canary.VersionOf(function, wasm)
-	if _, err := store.Canary(ctx, function, wasm, share, bound); err != nil {
+	if _, err := store.Canary(ctx, function, wasm, r); err != nil {
 		return err
 	}
 	// The ledger has the bytes for every host; this host's copy saves it
@@ -178,9 +253,9 @@ func releaseCanary(ctx context.Context, cfg *hostconfig.Config, store *canary.St
 	if err := canary.WriteModule(cfg.DataDir, v, wasm); err != nil {
 		fmt.Fprintf(out, "warning: module not copied to %s: %v\n", canary.ModulePath(cfg.DataDir, v), err)
 	}
-	fmt.Fprintf(out, "canary %s for %s of callers; rolled back above %.2f%% errors after %d requests\n",
-		v.Label(), canary.FormatPercent(share), 100*bound.MaxErrorRate, bound.MinSamples)
-	fmt.Fprintf(out, "pin it with the header %s: canary; watch it with `gateway release status`\n", canary.HeaderPin)
+	fmt.Fprintf(out, "canary %s: plan %s; each step judged on %d requests fleet-wide (errors within stable's + %.1f points, function time within %.2g times stable's)\n",
+		v.Label(), canary.FormatSteps(r.Steps), r.Policy.MinSamples, 100*r.Policy.MaxErrorRate, r.Policy.MaxLatencyRatio)
+	fmt.Fprintf(out, "pin it with the header %s: canary; watch it with `gateway release status %s`\n", canary.HeaderPin, function)
 	return nil
 }
 
@@ -241,11 +316,11 @@ func releaseStatus(ctx context.Context, cfg *hostconfig.Config, store *canary.St
 		return routed(pos[0])
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FUNCTION\tSTABLE\tCANARY\tSHARE\tROLLBACK BOUND")
+	fmt.Fprintln(tw, "FUNCTION\tSTABLE\tCANARY\tSTEP\tSHARE\tPLAN")
 	for _, name := range names {
 		st, ok := byName[name]
 		if !ok {
-			st = canary.State{Function: name, Bound: canary.DefaultBound}
+			st = canary.State{Function: name, Policy: canary.DefaultPolicy}
 		}
 		stable := "(not built)"
 		if st.StableSHA != "" {
@@ -253,72 +328,87 @@ func releaseStatus(ctx context.Context, cfg *hostconfig.Config, store *canary.St
 		} else if b := builtVersion(cfg, name); b.SHA256 != "" {
 			stable = b.Label() + " (built)"
 		}
-		can, share := "-", "-"
+		can, step, share, plan := "-", "-", "-", "-"
 		if st.CanarySHA != "" {
 			can = canary.Version{Function: name, SHA256: st.CanarySHA}.Label()
+			step = fmt.Sprintf("%d/%d", st.Step+1, len(st.Steps))
 			share = canary.FormatPercent(st.Share)
+			plan = canary.FormatSteps(st.Steps)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f%% after %d\n", name, stable, can, share, 100*st.Bound.MaxErrorRate, st.Bound.MinSamples)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, stable, can, step, share, plan)
 	}
 	tw.Flush()
 	for _, name := range names {
-		st, ok := byName[name]
-		if !ok {
-			continue
-		}
-		if st.RolledBackSHA != "" {
-			fmt.Fprintf(out, "\n%s: last rollback %s at %s: %s\n", name,
-				canary.Version{Function: name, SHA256: st.RolledBackSHA}.Label(),
-				time.Unix(st.RolledBackAt, 0).UTC().Format(time.RFC3339), st.RollbackReason)
-		}
-		events, err := store.Events(ctx, name, 5)
-		if err != nil {
-			return err
-		}
-		for _, e := range events {
-			fmt.Fprintf(out, "  %s  %-13s %s  %s\n", time.Unix(e.At, 0).UTC().Format(time.RFC3339), e.Action,
-				canary.Version{Function: name, SHA256: e.SHA256}.Label(), e.Detail)
+		if st, ok := byName[name]; ok {
+			if err := functionStatus(ctx, store, st, out); err != nil {
+				return err
+			}
 		}
 	}
-	printHostMetrics(cfg, names, out)
 	return nil
 }
 
-// printHostMetrics adds the counters of the host on SERVICE_ADDR, when one
-// answers: requests, errors and mean latency per version since it started.
-// Other hosts of a fleet count their own; scrape each for the whole picture.
-func printHostMetrics(cfg *hostconfig.Config, names []string, out io.Writer) {
-	client := &http.Client{Timeout: time.Second}
-	resp, err := client.Get("http://" + cfg.Addr + canary.MetricsPath + "?format=json")
+// functionStatus prints one released function: the current step and its
+// analysis, the fleet's counts per version and step window, the versions
+// that failed analysis, and the whole history with the reason of every
+// automatic decision.
+func functionStatus(ctx context.Context, store *canary.Store, st canary.State, out io.Writer) error {
+	name := st.Function
+	label := func(sha string) string { return canary.Version{Function: name, SHA256: sha}.Label() }
+	fmt.Fprintf(out, "\n%s\n", name)
+	if st.CanarySHA != "" {
+		admitted := "no admission limit (sample judged)"
+		if st.Budget >= 0 {
+			admitted = fmt.Sprintf("%d of %d canary admissions used before the verdict", st.Admitted, st.Budget)
+		}
+		fmt.Fprintf(out, "  step %d/%d since %s; %s\n  policy: %d requests per step, errors within stable's + %.1f points, function time within %.2g times stable's, steps last at least %s\n",
+			st.Step+1, len(st.Steps), stamp(st.StepSince/1000), admitted, st.Policy.MinSamples, 100*st.Policy.MaxErrorRate, st.Policy.MaxLatencyRatio, st.Pause)
+	}
+	if st.Verdict != "" {
+		fmt.Fprintf(out, "  latest analysis: %s\n", st.Verdict)
+	}
+	counts, err := store.FleetCounts(ctx, name)
 	if err != nil {
-		fmt.Fprintf(out, "\nno host answered on %s; per-version counters are at %s on each host\n", cfg.Addr, canary.MetricsPath)
-		return
+		return err
 	}
-	defer resp.Body.Close()
-	var m struct{ Functions []canary.FunctionMetrics }
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&m) != nil {
-		fmt.Fprintf(out, "\nthe host on %s did not answer %s\n", cfg.Addr, canary.MetricsPath)
-		return
-	}
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
-	}
-	fmt.Fprintf(out, "\ncounters of the host on %s since it started:\n", cfg.Addr)
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "VERSION\tROLE\tREQUESTS\tERRORS\tERROR RATE\tMEAN LATENCY")
-	for _, f := range m.Functions {
-		if !want[f.Function] {
-			continue
-		}
-		for _, v := range f.Versions {
-			rate, mean := "-", "-"
-			if v.Requests > 0 {
-				rate = fmt.Sprintf("%.2f%%", 100*float64(v.Errors)/float64(v.Requests))
-				mean = time.Duration(v.LatencySum / float64(v.Requests) * float64(time.Second)).Round(time.Microsecond).String()
+	if len(counts) > 0 {
+		fmt.Fprintln(out, "  fleet counts (every host, from the ledger), per step window:")
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  WINDOW\tVERSION\tREQUESTS\tERRORS\t4XX\tUPSTREAM 5XX\tERROR RATE\tMEAN FUNCTION TIME\tMEAN QUEUE WAIT")
+		for _, c := range counts {
+			window := "no canary"
+			if c.Since != 0 {
+				window = "step from " + time.UnixMilli(c.Since).UTC().Format("2006-01-02T15:04:05.000Z")
+				if c.Since == st.StepSince && st.CanarySHA != "" {
+					window += " (current)"
+				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", v.Version, v.Role, v.Requests, v.Errors, rate, mean)
+			queue := time.Duration(0)
+			if c.Requests > 0 {
+				queue = c.QueueTime / time.Duration(c.Requests)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%.2f%%\t%s\t%s\n", window, c.Version.Label(), c.Requests, c.Errors, c.ClientErrors,
+				c.UpstreamErrors, 100*c.ErrorRate(), c.MeanTime().Round(time.Microsecond), queue.Round(time.Microsecond))
 		}
+		tw.Flush()
 	}
-	tw.Flush()
+	failures, err := store.Failures(ctx, name)
+	if err != nil {
+		return err
+	}
+	for _, f := range failures {
+		fmt.Fprintf(out, "  failed analysis, refused unless --force: %s at %s: %s\n", f.Version.Label(), stamp(f.At), f.Reason)
+	}
+	events, err := store.Events(ctx, name, 0)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "  history:")
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		fmt.Fprintf(out, "  %s  %-13s %s  %s\n", stamp(e.At), e.Action, label(e.SHA256), e.Detail)
+	}
+	return nil
 }
+
+func stamp(unix int64) string { return time.Unix(unix, 0).UTC().Format(time.RFC3339) }

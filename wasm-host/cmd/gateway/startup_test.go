@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/ledger"
-	"decisiongateway/wasm-host/sqldtest"
-	"decisiongateway/wasm-host/testenv"
 )
 
 // gateway runs bin/gateway in dir with env (and nothing else of this

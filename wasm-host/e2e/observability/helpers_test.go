@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"decisiongateway/testkit/hosttest"
 	"decisiongateway/wasm-host/app"
-	"decisiongateway/wasm-host/hosttest"
 )
 
 // upstreamKey is the operator's upstream credential: it may reach the fake

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"decisiongateway/wasm-host/hosttest"
+	"decisiongateway/testkit/hosttest"
 )
 
 // Every 502 and 504 is logged as an error with its code and its cause (the

@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"decisiongateway/testkit/hosttest"
+	"decisiongateway/testkit/sqldtest"
 	"decisiongateway/wasm-host/app"
-	"decisiongateway/wasm-host/hosttest"
-	"decisiongateway/wasm-host/sqldtest"
 )
 
 const decideRoute = `route="POST /v1/service"`

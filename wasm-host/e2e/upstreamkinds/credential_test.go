@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"decisiongateway/wasm-host/hosttest"
+	"decisiongateway/testkit/hosttest"
 )
 
 // echo is how an upstream hands the operator's key back: in its success

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"decisiongateway/wasm-host/hosttest"
-	"decisiongateway/wasm-host/testenv"
+	"decisiongateway/testkit/hosttest"
+	"decisiongateway/testkit/testenv"
 )
 
 // TestServeDevAnswersWithEveryKind is `make run` per UPSTREAM_KIND: the

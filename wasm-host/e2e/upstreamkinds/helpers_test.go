@@ -14,7 +14,7 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
-	"decisiongateway/wasm-host/hosttest"
+	"decisiongateway/testkit/hosttest"
 )
 
 // operatorKey is the upstream credential; only the upstream may see it.

@@ -25,13 +25,7 @@ func (h *Host) Rows(sql string, args ...abi.Value) [][]abi.Value {
 
 // Store is the account batches on this host's ledger: tests set up
 // accounts through the same code the functions and the admin CLI run.
-func (h *Host) Store() *accounts.Store { return accounts.New(hostLedger{h}) }
-
-type hostLedger struct{ h *Host }
-
-func (l hostLedger) Exec(b *abi.Batch) (abi.BatchResult, error) {
-	return l.h.App.Ledger.Exec(context.Background(), b), nil
-}
+func (h *Host) Store() *accounts.Store { return accounts.New(h.App.Ledger.Bind(context.Background())) }
 
 // NewAccount creates a verified account holding credits (no welcome
 // grant) and returns its id and a live API key.

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"decisiongateway/functions/console/consoletest"
 	"decisiongateway/shared/keys"
+	"decisiongateway/testkit/consoletest"
 )
 
 func TestMain(m *testing.M) { consoletest.Main(m) }

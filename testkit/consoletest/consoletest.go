@@ -18,7 +18,7 @@ import (
 	"testing"
 
 	"decisiongateway/shared/keys"
-	"decisiongateway/wasm-host/hosttest"
+	"decisiongateway/testkit/hosttest"
 )
 
 // Origin is the console origin the tests configure (SERVICE_ORIGIN). https,

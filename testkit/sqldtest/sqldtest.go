@@ -8,7 +8,6 @@ package sqldtest
 
 import (
 	"context"
-	"decisiongateway/wasm-host/testenv"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"decisiongateway/testkit/testenv"
 )
 
 // Version is the sqld release installed by scripts/install-sqld.sh.

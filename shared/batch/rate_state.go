@@ -1,4 +1,4 @@
-package ledgerq
+package batch
 
 import "encoding/binary"
 

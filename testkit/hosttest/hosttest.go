@@ -13,11 +13,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/app"
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/ledger"
-	"decisiongateway/wasm-host/sqldtest"
-	"decisiongateway/wasm-host/testenv"
 )
 
 // Host is a running host.
@@ -42,8 +42,12 @@ func Start(t testing.TB, env map[string]string) *Host {
 		"GATEWAY_FUNCTIONS_DIR": filepath.Join(testenv.Root(t), "build", "functions"),
 		"GATEWAY_DATA_DIR":      t.TempDir(),
 	}
-	if _, set := env["LIBSQL_URL"]; !set && os.Getenv("TEST_LEDGER") == "sqld" {
+	socket := SocketBuild() || env["GATEWAY_MODULES"] == "socket"
+	if _, set := env["LIBSQL_URL"]; !set && (os.Getenv("TEST_LEDGER") == "sqld" || socket) {
 		e["LIBSQL_URL"] = sqldtest.Start(t)
+	}
+	if socket {
+		useSocketBuild(t, e, env)
 	}
 	for k, v := range env {
 		e[k] = v

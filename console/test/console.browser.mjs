@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const gatewayBin = process.env.GATEWAY_BIN || path.join(root, 'bin/gateway');
 const artifacts = path.resolve(root, process.env.ARTIFACTS || 'test-artifacts/console');
 const PRECISE = '0.1000000000000000055511151231257827';

@@ -1,4 +1,13 @@
-package accounts
+// Package gate is the console's web gate, the guest-side half of the
+// console: what every session route (keys, usage, playground, sign-in)
+// checks before it works (no Authorization header, an exact Origin on
+// writes, a live session cookie), the session cookie itself, and the one
+// mapping of account errors to the console's platform errors. It lives
+// with the console, not with the account batches (shared/accounts), so
+// the ledger client stays a ledger client; and apart from the console's
+// static assets (package console), which only the host serves, so a
+// function module links none of net/http.
+package gate
 
 import (
 	"errors"
@@ -6,6 +15,7 @@ import (
 	"strings"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/accounts"
 	"decisiongateway/shared/contract"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/platform"
@@ -17,8 +27,8 @@ import (
 // Gate is what a console route needs to know before it does its work.
 type Gate struct {
 	Settings settings.Settings
-	Store    *Store
-	Session  Session
+	Store    *accounts.Store
+	Session  accounts.Session
 }
 
 // Check authorises a console request (spec §5): it refuses any
@@ -30,7 +40,7 @@ type Gate struct {
 // cookie. ok is false when resp is the answer to send.
 func Check(env *platform.Env, req *abi.Request, write bool) (g Gate, resp abi.Response, ok bool) {
 	g.Settings = settings.Read(env.Config)
-	g.Store = New(env.Ledger)
+	g.Store = accounts.New(env.Ledger)
 	if req.Headers.Has("authorization") {
 		return g, policy.Error(contract.BearerNotAccepted, "this endpoint takes a signed-in browser session; an Authorization header (API key) is not accepted here"), false
 	}
@@ -96,7 +106,7 @@ func SessionCookieValue(req *abi.Request) string {
 // https, scoped to the whole origin because the console and its API share
 // it.
 func SessionSetCookie(s *settings.Settings, secret string) string {
-	return cookie(s, secret, SessionTTL)
+	return cookie(s, secret, accounts.SessionTTL)
 }
 
 // ClearSessionCookie is the Set-Cookie value that removes the cookie.
@@ -133,7 +143,7 @@ func StringField(body []byte, name string) (string, bool) {
 
 // Failure maps an error of this package to its platform error.
 func Failure(err error) abi.Response {
-	var rl *RateLimited
+	var rl *accounts.RateLimited
 	switch {
 	case errors.As(err, &rl):
 		code := contract.SigninRateLimited
@@ -142,15 +152,15 @@ func Failure(err error) abi.Response {
 			code, msg = contract.KeyCreationRateLimited, "at most 10 keys can be created per minute"
 		}
 		r := policy.Error(code, msg)
-		policy.RetryAfter(&r, rl.RetryAfter)
+		r.Headers.Set(policy.HRetryAfter, strconv.FormatInt(max(rl.RetryAfter, 1), 10))
 		return r
-	case errors.Is(err, ErrInvalidEmail):
+	case errors.Is(err, accounts.ErrInvalidEmail):
 		return policy.Error(contract.InvalidEmail, "send {\"email\": <address>} with a valid e-mail address")
-	case errors.Is(err, ErrInvalidName):
+	case errors.Is(err, accounts.ErrInvalidName):
 		return policy.Error(contract.InvalidKeyName, "the key name must be 1 to 64 characters with a non-space character and no control character")
-	case errors.Is(err, ErrKeyLimit):
+	case errors.Is(err, accounts.ErrKeyLimit):
 		return policy.Error(contract.KeyLimitReached, "an account can have at most 20 active keys; revoke one first")
-	case errors.Is(err, ErrKeyNotFound):
+	case errors.Is(err, accounts.ErrKeyNotFound):
 		return policy.Error(contract.KeyNotFound, "no active key with this id belongs to the signed-in account")
 	}
 	r := policy.Error(contract.LedgerUnavailable, "the ledger could not be reached; nothing was changed, try again")

@@ -1,0 +1,9 @@
+//go:build wasip1
+
+package ledger
+
+// The socket build of the functions (schema/socket.md) runs this executor
+// inside a WASI module, where modernc.org/sqlite does not compile: only
+// remote ledgers (sqld, Turso) are reachable from there, and their errors
+// come as text.
+func sqliteCode(error) (int, bool) { return 0, false }
