@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"decisiongateway/schema"
 	"decisiongateway/testkit/sqldtest"
 	"decisiongateway/testkit/testenv"
 )
@@ -99,6 +100,12 @@ func TestEchoedUpstreamKeyNeverLeavesEitherHost(t *testing.T) {
 		t.Run(k.kind, func(t *testing.T) {
 			p := startPair(t, k.kind, k.path, k.answer)
 			p.same("/healthz", p.both("GET", "/healthz", "", nil), false, "Content-Type")
+			doc := p.both("GET", "/openapi.json", "", nil)
+			p.same("/openapi.json", doc, true, "Content-Type", "Access-Control-Allow-Origin")
+			var served, committed any
+			if json.Unmarshal(doc[1].body, &served) != nil || json.Unmarshal(schema.OpenAPI, &committed) != nil || !reflect.DeepEqual(served, committed) {
+				t.Errorf("/openapi.json on %s is not schema/openapi.json: %d %.200s", p.sides[1].name, doc[1].status, doc[1].body)
+			}
 			ready := p.both("GET", "/readyz", "", nil)
 			p.same("/readyz", ready, false, "Content-Type")
 			if ready[0].status != 200 || string(ready[0].body) != `{"ready":true,"checks":{"ledger":"ok","upstream":"ok","functions":"ok"}}` {

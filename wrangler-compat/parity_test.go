@@ -21,6 +21,7 @@ import (
 	"decisiongateway/testkit/sqldtest"
 	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/ledger"
+	"decisiongateway/wasm-host/openapi/check"
 )
 
 // consoleOrigin is SERVICE_ORIGIN on both hosts: browser writes must send it.
@@ -152,6 +153,14 @@ func (p *pair) do(i int, method, path, body string, header ...string) answer {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	// Every answer of either host fits the OpenAPI document both serve.
+	v, err := check.Served()
+	if err == nil {
+		err = v.Response(req, resp.StatusCode, resp.Header, b)
+	}
+	if err != nil {
+		p.t.Errorf("%s: %v", p.sides[i].name, err)
+	}
 	return answer{resp.StatusCode, resp.Header, b}
 }
 

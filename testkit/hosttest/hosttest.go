@@ -1,7 +1,8 @@
 // Package hosttest starts the real wazero host (real modules from
 // build/functions, real ledger) behind an httptest server, for end-to-end
 // tests in any package. Only what lives outside — the vendor, router, model
-// binding, mail — is faked, by the tests themselves.
+// binding, mail — is faked, by the tests themselves. Every answer is also
+// validated against the OpenAPI document (wasm-host/openapi/check).
 package hosttest
 
 import (
@@ -18,6 +19,7 @@ import (
 	"decisiongateway/wasm-host/app"
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/ledger"
+	"decisiongateway/wasm-host/openapi/check"
 )
 
 // Host is a running host.
@@ -34,7 +36,8 @@ type Host struct {
 // has TEST_LEDGER=sqld (make test runs the end-to-end suites both ways);
 // GATEWAY_FUNCTIONS_DIR defaults to the repo's build/functions. Logs are
 // kept for Logs, and also written to the test's log when env["TEST_LOG"]
-// is set.
+// is set. Every answer is validated against the OpenAPI document, unless
+// env["TEST_TEST_GUESTS"] says test guests serve the routes.
 func Start(t testing.TB, env map[string]string) *Host {
 	t.Helper()
 	e := map[string]string{
@@ -70,8 +73,18 @@ func Start(t testing.TB, env map[string]string) *Host {
 	}
 	// The host's own http.Server settings (header and idle timeouts, header
 	// size), so tests with real sockets meet what `gateway serve` runs.
-	srv := httptest.NewUnstartedServer(a.Handler())
+	// Every answer to a documented operation is checked against the served
+	// OpenAPI document; registered before the server's cleanup, its report
+	// runs after the last request is answered.
+	// env["TEST_TEST_GUESTS"] set: test guests stand in for the route
+	// functions, and their answers are not the API's.
+	handler := a.Handler()
+	if e["TEST_TEST_GUESTS"] == "" {
+		handler = check.Middleware(t, handler)
+	}
+	srv := httptest.NewUnstartedServer(handler)
 	srv.Config = a.HTTPServer()
+	srv.Config.Handler = handler
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); a.Close(context.Background()) })
 	return &Host{URL: srv.URL, App: a, Server: srv, t: t, logs: logs}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"decisiongateway/schema"
 	"decisiongateway/shared/contract"
 	"decisiongateway/shared/policy"
 	"decisiongateway/wasm-host/ledger"
@@ -110,10 +111,11 @@ func (a *App) Ready(ctx context.Context) Readiness {
 	return r
 }
 
-// probes answers HealthPath and ReadyPath, and passes everything else on.
+// probes answers HealthPath, ReadyPath and OpenAPIPath, and passes
+// everything else on.
 func (a *App) probes(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != HealthPath && r.URL.Path != ReadyPath {
+		if r.URL.Path != HealthPath && r.URL.Path != ReadyPath && r.URL.Path != OpenAPIPath {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -133,7 +135,12 @@ func (a *App) probes(next http.Handler) http.Handler {
 			return
 		}
 		status, body := http.StatusOK, []byte(`{"status":"ok"}`)
-		if r.URL.Path == ReadyPath {
+		switch r.URL.Path {
+		case OpenAPIPath:
+			body = schema.OpenAPI
+			// Client generators and API browsers fetch it from other origins.
+			h.Set("Access-Control-Allow-Origin", "*")
+		case ReadyPath:
 			ready := a.Ready(r.Context())
 			body, _ = json.Marshal(ready)
 			if !ready.Ready {

@@ -36,8 +36,8 @@ func TestReleaseCommandsApplyToRunningHostsWithoutRestart(t *testing.T) {
 	v2path := filepath.Join(testenv.Root(t), "build", "testguests", "canaryv2.wasm")
 	ledgerURL := "file:" + filepath.Join(dir, "ledger.db")
 	hosts := []*hosttest.Host{
-		hosttest.Start(t, map[string]string{"LIBSQL_URL": ledgerURL, "GATEWAY_FUNCTIONS_DIR": fns}),
-		hosttest.Start(t, map[string]string{"LIBSQL_URL": ledgerURL, "GATEWAY_FUNCTIONS_DIR": fns}),
+		hosttest.Start(t, map[string]string{"LIBSQL_URL": ledgerURL, "GATEWAY_FUNCTIONS_DIR": fns, "TEST_TEST_GUESTS": "1"}),
+		hosttest.Start(t, map[string]string{"LIBSQL_URL": ledgerURL, "GATEWAY_FUNCTIONS_DIR": fns, "TEST_TEST_GUESTS": "1"}),
 	}
 	u, _ := url.Parse(hosts[0].URL)
 	gateway := func(args ...string) string {

@@ -1,11 +1,10 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"decisiongateway/wasm-host/runtime"
 )
@@ -17,30 +16,28 @@ type Pool struct {
 	Stats             runtime.Stats
 }
 
-// poolCollector reads the pools' counters at scrape time: the pools keep
-// them as atomics already, so serving a request costs nothing more. Its
-// sources are the host's built modules and, as the release table may add,
-// the versions it runs besides.
-type poolCollector struct {
+// pools reads the pools' counters at scrape time: the pools keep them as
+// atomics already, so serving a request costs nothing more. Its sources
+// are the host's built modules and, as the release table may add, the
+// versions it runs besides.
+type pools struct {
 	mu      sync.Mutex
 	sources []func() []Pool
 }
 
-var poolDescs = struct {
-	size, inUse, idle, peak, awaiting, created, discarded, recycled *prometheus.Desc
+// poolFamilies are the pool families, each with how it reads a pool.
+var poolFamilies = []struct {
+	name, kind, help string
+	value            func(runtime.Stats) int64
 }{
-	size:      poolDesc("gateway_pool_size", "Most instances the function's pool holds (GATEWAY_POOL_SIZE)."),
-	inUse:     poolDesc("gateway_pool_instances_in_use", "Instances running a call now."),
-	idle:      poolDesc("gateway_pool_instances_idle", "Warm instances waiting for a call."),
-	peak:      poolDesc("gateway_pool_instances_in_use_peak", "Most instances in use at once since the host started."),
-	awaiting:  poolDesc("gateway_pool_requests_awaiting", "Requests whose upstream call is in flight; they hold no instance."),
-	created:   poolDesc("gateway_pool_instances_created_total", "Instances created (warm-up, growth, replacement)."),
-	discarded: poolDesc("gateway_pool_instances_discarded_total", "Instances thrown away after a trap or a deadline."),
-	recycled:  poolDesc("gateway_pool_instances_recycled_total", "Instances replaced because their memory passed the arena bound."),
-}
-
-func poolDesc(name, help string) *prometheus.Desc {
-	return prometheus.NewDesc(name, help, []string{"function", "version"}, nil)
+	{"gateway_pool_size", "gauge", "Most instances the function's pool holds (GATEWAY_POOL_SIZE).", func(s runtime.Stats) int64 { return int64(s.Size) }},
+	{"gateway_pool_instances_in_use", "gauge", "Instances running a call now.", func(s runtime.Stats) int64 { return int64(s.InUse) }},
+	{"gateway_pool_instances_idle", "gauge", "Warm instances waiting for a call.", func(s runtime.Stats) int64 { return int64(s.Idle) }},
+	{"gateway_pool_instances_in_use_peak", "gauge", "Most instances in use at once since the host started.", func(s runtime.Stats) int64 { return int64(s.PeakInUse) }},
+	{"gateway_pool_requests_awaiting", "gauge", "Requests whose upstream call is in flight; they hold no instance.", func(s runtime.Stats) int64 { return int64(s.Awaiting) }},
+	{"gateway_pool_instances_created_total", "counter", "Instances created (warm-up, growth, replacement).", func(s runtime.Stats) int64 { return int64(s.Created) }},
+	{"gateway_pool_instances_discarded_total", "counter", "Instances thrown away after a trap or a deadline.", func(s runtime.Stats) int64 { return int64(s.Discarded) }},
+	{"gateway_pool_instances_recycled_total", "counter", "Instances replaced because their memory passed the arena bound.", func(s runtime.Stats) int64 { return int64(s.Recycled) }},
 }
 
 // WatchPools adds the pools that pools returns at each scrape. A version
@@ -51,39 +48,21 @@ func (h *Host) WatchPools(pools func() []Pool) {
 	h.pools.mu.Unlock()
 }
 
-func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	d := poolDescs
-	for _, x := range []*prometheus.Desc{d.size, d.inUse, d.idle, d.peak, d.awaiting, d.created, d.discarded, d.recycled} {
-		ch <- x
-	}
-}
-
-func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
-	d := poolDescs
-	c.mu.Lock()
-	sources := c.sources[:len(c.sources):len(c.sources)]
-	c.mu.Unlock()
-	var pools []Pool
+func (p *pools) write(b *bytes.Buffer) {
+	p.mu.Lock()
+	sources := p.sources[:len(p.sources):len(p.sources)]
+	p.mu.Unlock()
+	var all []Pool
 	for _, source := range sources {
-		pools = append(pools, source()...)
+		all = append(all, source()...)
 	}
-	for _, p := range pools {
-		s := p.Stats
-		for _, m := range []struct {
-			desc *prometheus.Desc
-			kind prometheus.ValueType
-			v    float64
-		}{
-			{d.size, prometheus.GaugeValue, float64(s.Size)},
-			{d.inUse, prometheus.GaugeValue, float64(s.InUse)},
-			{d.idle, prometheus.GaugeValue, float64(s.Idle)},
-			{d.peak, prometheus.GaugeValue, float64(s.PeakInUse)},
-			{d.awaiting, prometheus.GaugeValue, float64(s.Awaiting)},
-			{d.created, prometheus.CounterValue, float64(s.Created)},
-			{d.discarded, prometheus.CounterValue, float64(s.Discarded)},
-			{d.recycled, prometheus.CounterValue, float64(s.Recycled)},
-		} {
-			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.v, p.Function, p.Version)
+	if len(all) == 0 {
+		return
+	}
+	for _, f := range poolFamilies {
+		header(b, f.name, f.kind, f.help)
+		for _, pool := range all {
+			sample(b, f.name, f.value(pool.Stats), "function", pool.Function, "version", pool.Version)
 		}
 	}
 }
@@ -93,38 +72,35 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 // highest entry number read.
 type CreditSums func(ctx context.Context, after int64) (sums map[string]int64, last int64, err error)
 
-// creditCollector follows the ledger's append-only credit entries: each
-// scrape reads only the entries added since the last one, so a scrape
-// costs a range read, not a sum over the whole ledger.
-type creditCollector struct {
-	read CreditSums
-	desc *prometheus.Desc
+// credits follows the ledger's append-only credit entries: each scrape
+// reads only the entries added since the last one, so a scrape costs a
+// range read, not a sum over the whole ledger.
+type credits struct {
+	read   CreditSums
+	failed func(error)
 
 	mu     sync.Mutex
 	last   int64
 	totals map[string]int64
-	failed func(error)
 }
 
 // creditKinds are the kinds of schema/migrations/0002 (credit_entries.kind),
 // always reported, so a rate over a kind with no entries yet is 0, not absent.
 var creditKinds = []string{"welcome", "grant", "reserve", "refund"}
 
+const creditsName = "gateway_ledger_credits_total"
+
 // WatchCredits adds gateway_ledger_credits_total, read with read at each
 // scrape; failed is told of a read that failed (the previous totals are
-// served again).
-func (h *Host) WatchCredits(read CreditSums, failed func(error)) error {
-	return h.reg.Register(&creditCollector{
-		read: read, failed: failed, totals: map[string]int64{},
-		desc: prometheus.NewDesc("gateway_ledger_credits_total",
-			"Credits moved by the ledger's credit entries, by kind (welcome, grant, reserve, refund), over the whole ledger: every host sharing it reports the same totals. Charged so far = reserve - refund - credits of pending attempts.",
-			[]string{"kind"}, nil),
-	})
+// served again). Call it once, before serving.
+func (h *Host) WatchCredits(read CreditSums, failed func(error)) {
+	h.credits = &credits{read: read, failed: failed, totals: map[string]int64{}}
 }
 
-func (c *creditCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c *creditCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *credits) write(b *bytes.Buffer) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -140,7 +116,8 @@ func (c *creditCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		c.last = last
 	}
+	header(b, creditsName, "counter", "Credits moved by the ledger's credit entries, by kind (welcome, grant, reserve, refund), over the whole ledger: every host sharing it reports the same totals. Charged so far = reserve - refund - credits of pending attempts.")
 	for _, k := range creditKinds {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(c.totals[k]), k)
+		sample(b, creditsName, c.totals[k], "kind", k)
 	}
 }

@@ -3,28 +3,35 @@
 // how often callers are refused, how the upstream and the ledger behave,
 // how busy the instance pools are), in the Prometheus text format.
 //
-// It is built on prometheus/client_golang for the counting and encoding,
-// and keeps the request path cheap: every label value a request can carry
-// is either fixed in advance (routes, statuses) or comes from a small,
-// closed set (error codes, fetch outcomes), so observing a request finds an
-// existing series and allocates nothing (TestObservingAllocatesNothing).
+// It counts with VictoriaMetrics/metrics rather than prometheus/client_golang,
+// whose package initialisation (a default registry with Go runtime and
+// process collectors) runs at every process start; the gateway's cold start
+// is measured against a bare reverse proxy's. The library writes no help
+// text and its type lines are a process-wide switch, so each family keeps
+// its series in a set of its own and the host writes the family's HELP and
+// TYPE lines (family.write).
+//
+// The request path stays cheap: every label value a request can carry is
+// either fixed in advance (routes) or comes from a small, closed set
+// (statuses, error codes, fetch outcomes), and a seen combination is found
+// in a lock-free map (vec), so observing a request allocates nothing
+// (TestObservingAllocatesNothing).
 //
 // Other parts of the host add their own families to the same endpoint:
-// Register takes any prometheus.Collector, and AddText takes a writer of
-// ready text families (the release table's per-version counters in
-// wasm-host/canary). Family names must not repeat across them.
+// AddText takes a writer of ready text families (the release table's
+// per-version counters in wasm-host/canary). Family names must not repeat
+// across them.
 package metrics
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/common/expfmt"
+	vm "github.com/VictoriaMetrics/metrics"
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/wasm-host/routes"
@@ -45,99 +52,88 @@ var ledgerBuckets = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0
 // A nil *Host ignores every observation, so parts built without one (tests,
 // operator commands) need no checks.
 type Host struct {
-	reg *prometheus.Registry
+	families []*family // in the order served
 
-	requests    *prometheus.CounterVec   // route, status, code
-	duration    *prometheus.HistogramVec // route
-	charged     prometheus.Counter
-	refused     *prometheus.CounterVec // route, code
-	upstream    *prometheus.CounterVec // target, outcome
-	upstreamDur *prometheus.HistogramVec
-	ledgerDur   prometheus.Histogram
-	ledgerFail  prometheus.Counter
+	requests    vec[requestKey, *vm.Counter]
+	charged     *vm.Counter
+	refused     vec[[2]string, *vm.Counter] // route, code
+	upstream    vec[[2]string, *vm.Counter] // target, outcome
+	upstreamDur vec[string, *vm.PrometheusHistogram]
+	ledgerDur   *vm.PrometheusHistogram
+	ledgerFail  *vm.Counter
 
 	// routes maps each route of the table to its label and its duration
 	// series, resolved once.
 	routes map[*routes.Route]routeSeries
 
-	pools *poolCollector
+	pools   pools
+	credits *credits
+	info    string // gateway_build_info's sample line
 
 	mu    sync.Mutex
 	texts []func(io.Writer)
 }
 
+type requestKey struct {
+	route  string
+	status int
+	code   string
+}
+
 type routeSeries struct {
 	label    string
-	duration prometheus.Observer
+	duration *vm.PrometheusHistogram
 }
-
-// statusText holds the decimal form of every status a response can carry,
-// so labelling a request does not format a number.
-var statusText = func() (s [1000]string) {
-	for i := range s {
-		s[i] = strconv.Itoa(i)
-	}
-	return
-}()
 
 // New returns a registry with the host families, Go runtime and process
-// collectors, and build_info labelled with version.
+// metrics, and build_info labelled with version.
 func New(table []routes.Route, version string) *Host {
-	h := &Host{reg: prometheus.NewRegistry(), routes: map[*routes.Route]routeSeries{}, pools: &poolCollector{}}
-	h.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "gateway_http_requests_total",
-		Help: "Requests answered, by route (METHOD pattern, or unrouted), status and error code (X-Service-Error-Code; empty on success).",
-	}, []string{"route", "status", "code"})
-	h.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "gateway_http_request_duration_seconds",
-		Help:    "Time from the request's headers to its answer, by route.",
-		Buckets: latencyBuckets,
-	}, []string{"route"})
-	h.charged = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "gateway_credits_charged_total",
-		Help: "Credits charged by the answers this host gave (sum of X-Service-Credits).",
-	})
-	h.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "gateway_rate_limited_total",
-		Help: "Requests refused with 429 by the platform's own limits, by route and error code.",
-	}, []string{"route", "code"})
-	h.upstream = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "gateway_upstream_requests_total",
-		Help: "Outbound calls made for functions, by target (upstream, mail, other) and outcome (ok, http_4xx, http_5xx, or the fetch error kind).",
-	}, []string{"target", "outcome"})
-	h.upstreamDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "gateway_upstream_duration_seconds",
-		Help:    "Time of outbound calls made for functions, by target, failures included.",
-		Buckets: latencyBuckets,
-	}, []string{"target"})
-	h.ledgerDur = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "gateway_ledger_batch_duration_seconds",
-		Help:    "Time of the ledger batches functions ran, failures included.",
-		Buckets: ledgerBuckets,
-	})
-	h.ledgerFail = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "gateway_ledger_batch_failures_total",
-		Help: "Ledger batches of functions that failed (nothing committed, or the ledger could not say).",
-	})
-	info := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name:        "gateway_build_info",
-		Help:        "1, labelled with the gateway's version.",
-		ConstLabels: prometheus.Labels{"version": version},
-	})
-	info.Set(1)
-	h.reg.MustRegister(h.pools, h.requests, h.duration, h.charged, h.refused, h.upstream, h.upstreamDur, h.ledgerDur, h.ledgerFail, info,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	h := &Host{routes: map[*routes.Route]routeSeries{}}
+	requests := h.family("gateway_http_requests_total", "counter",
+		"Requests answered, by route (METHOD pattern, or unrouted), status and error code (X-Service-Error-Code; empty on success).")
+	duration := h.family("gateway_http_request_duration_seconds", "histogram",
+		"Time from the request's headers to its answer, by route.")
+	charged := h.family("gateway_credits_charged_total", "counter",
+		"Credits charged by the answers this host gave (sum of X-Service-Credits).")
+	refused := h.family("gateway_rate_limited_total", "counter",
+		"Requests refused with 429 by the platform's own limits, by route and error code.")
+	upstream := h.family("gateway_upstream_requests_total", "counter",
+		"Outbound calls made for functions, by target (upstream, mail, other) and outcome (ok, http_4xx, http_5xx, or the fetch error kind).")
+	upstreamDur := h.family("gateway_upstream_duration_seconds", "histogram",
+		"Time of outbound calls made for functions, by target, failures included.")
+	ledgerDur := h.family("gateway_ledger_batch_duration_seconds", "histogram",
+		"Time of the ledger batches functions ran, failures included.")
+	ledgerFail := h.family("gateway_ledger_batch_failures_total", "counter",
+		"Ledger batches of functions that failed (nothing committed, or the ledger could not say).")
+
+	h.requests.create = func(k requestKey) *vm.Counter {
+		return requests.set.NewCounter(series(requests.name, "code", k.code, "route", k.route, "status", strconv.Itoa(k.status)))
+	}
+	h.charged = charged.set.NewCounter(charged.name)
+	h.refused.create = func(k [2]string) *vm.Counter {
+		return refused.set.NewCounter(series(refused.name, "code", k[1], "route", k[0]))
+	}
+	h.upstream.create = func(k [2]string) *vm.Counter {
+		return upstream.set.NewCounter(series(upstream.name, "outcome", k[1], "target", k[0]))
+	}
+	h.upstreamDur.create = func(target string) *vm.PrometheusHistogram {
+		return upstreamDur.set.NewPrometheusHistogramExt(series(upstreamDur.name, "target", target), latencyBuckets)
+	}
+	h.ledgerDur = ledgerDur.set.NewPrometheusHistogramExt(ledgerDur.name, ledgerBuckets)
+	h.ledgerFail = ledgerFail.set.NewCounter(ledgerFail.name)
+	h.info = "# HELP gateway_build_info 1, labelled with the gateway's version.\n# TYPE gateway_build_info gauge\n" +
+		series("gateway_build_info", "version", version) + " 1\n"
+
+	routeSeriesOf := func(label string) routeSeries {
+		return routeSeries{label, duration.set.NewPrometheusHistogramExt(series(duration.name, "route", label), latencyBuckets)}
+	}
 	for i := range table {
 		r := &table[i]
-		label := r.Method + " " + r.Pattern
-		h.routes[r] = routeSeries{label: label, duration: h.duration.WithLabelValues(label)}
+		h.routes[r] = routeSeriesOf(r.Method + " " + r.Pattern)
 	}
-	h.routes[nil] = routeSeries{label: Unrouted, duration: h.duration.WithLabelValues(Unrouted)}
+	h.routes[nil] = routeSeriesOf(Unrouted)
 	return h
 }
-
-// Register adds a collector's families to the endpoint.
-func (h *Host) Register(c prometheus.Collector) error { return h.reg.Register(c) }
 
 // AddText adds a writer of ready Prometheus text families, written after
 // the registry's own on every scrape.
@@ -162,7 +158,7 @@ func (h *Host) Served(route *routes.Route, resp *abi.Response, elapsed time.Dura
 		rs = h.routes[nil]
 	}
 	status := resp.Status
-	if status < 0 || status >= len(statusText) {
+	if status < 100 || status > 999 {
 		status = 0
 	}
 	var code, credits string
@@ -174,15 +170,15 @@ func (h *Host) Served(route *routes.Route, resp *abi.Response, elapsed time.Dura
 			credits = f.Value
 		}
 	}
-	h.requests.WithLabelValues(rs.label, statusText[status], code).Inc()
-	rs.duration.Observe(elapsed.Seconds())
+	h.requests.get(requestKey{rs.label, status, code}).Inc()
+	rs.duration.Update(elapsed.Seconds())
 	if credits != "" && credits != "0" {
 		if n, err := strconv.ParseInt(credits, 10, 64); err == nil && n > 0 {
-			h.charged.Add(float64(n))
+			h.charged.AddInt64(n)
 		}
 	}
 	if status == http.StatusTooManyRequests && resp.Headers.Get("x-service-error-source") == "platform" {
-		h.refused.WithLabelValues(rs.label, code).Inc()
+		h.refused.get([2]string{rs.label, code}).Inc()
 	}
 }
 
@@ -192,8 +188,8 @@ func (h *Host) Outbound(target, outcome string, elapsed time.Duration) {
 	if h == nil {
 		return
 	}
-	h.upstream.WithLabelValues(target, outcome).Inc()
-	h.upstreamDur.WithLabelValues(target).Observe(elapsed.Seconds())
+	h.upstream.get([2]string{target, outcome}).Inc()
+	h.upstreamDur.get(target).Update(elapsed.Seconds())
 }
 
 // Outcome names how a fetch ended: its error kind when it failed, else its
@@ -215,29 +211,32 @@ func (h *Host) Batch(elapsed time.Duration, failed bool) {
 	if h == nil {
 		return
 	}
-	h.ledgerDur.Observe(elapsed.Seconds())
+	h.ledgerDur.Update(elapsed.Seconds())
 	if failed {
 		h.ledgerFail.Inc()
 	}
 }
 
-// Handler serves the registry and the added text families in the
-// Prometheus text format (version 0.0.4), which every scraper reads.
+// Handler serves the host's families, then the added text families, in
+// the Prometheus text format (version 0.0.4), which every scraper reads.
 func (h *Host) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		families, err := h.reg.Gather()
-		if err != nil && len(families) == 0 {
-			http.Error(w, "metrics: "+err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		if r.Method == http.MethodHead {
 			return
 		}
-		for _, mf := range families {
-			expfmt.MetricFamilyToText(w, mf)
+		var b bytes.Buffer
+		for _, f := range h.families {
+			f.write(&b)
 		}
+		b.WriteString(h.info)
+		h.pools.write(&b)
+		h.credits.write(&b)
+		vm.WriteGoMetrics(&b)
+		vm.WriteProcMetrics(&b)
+		vm.WriteFDMetrics(&b)
+		w.Write(b.Bytes())
 		h.mu.Lock()
 		texts := h.texts[:len(h.texts):len(h.texts)]
 		h.mu.Unlock()

@@ -1,14 +1,20 @@
 package metrics
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"decisiongateway/shared/abi"
 	"decisiongateway/wasm-host/routes"
+	"decisiongateway/wasm-host/runtime"
 )
 
 // Counting an answer is on every request's path: once its route, status
@@ -73,4 +79,70 @@ func scrapeText(t *testing.T, h *Host) string {
 		t.Fatalf("scrape: %d", w.Code)
 	}
 	return w.Body.String()
+}
+
+// A whole scrape, the families read at scrape time included, is the text
+// format a Prometheus parser reads, and label values that need escaping
+// come back as they went in.
+func TestScrapeParses(t *testing.T) {
+	h := New(routes.Table, `v1 "quoted"`)
+	h.WatchPools(func() []Pool {
+		return []Pool{{Function: "decide", Version: "decide@0123456789ab", Stats: runtime.Stats{Size: 4, Idle: 3, Created: 5}}}
+	})
+	h.WatchCredits(func(context.Context, int64) (map[string]int64, int64, error) {
+		return map[string]int64{"grant": 40, "reserve": 7}, 2, nil
+	}, nil)
+	odd := "odd\"code\\with\nbreak"
+	h.Served(nil, &abi.Response{Status: 404, Headers: abi.Headers{{Name: "x-service-error-code", Value: odd}}}, time.Millisecond)
+	h.Batch(3*time.Millisecond, true)
+
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(scrapeText(t, h)))
+	if err != nil {
+		t.Fatalf("scrape is not the text format: %v", err)
+	}
+	value := func(name string, labels map[string]string) (float64, bool) {
+		for _, m := range families[name].GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if fmt.Sprint(got) != fmt.Sprint(labels) {
+				continue
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue(), true
+			case m.Gauge != nil:
+				return m.Gauge.GetValue(), true
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount()), true
+			}
+		}
+		return 0, false
+	}
+	pool := map[string]string{"function": "decide", "version": "decide@0123456789ab"}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"gateway_http_requests_total", map[string]string{"route": Unrouted, "status": "404", "code": odd}, 1},
+		{"gateway_http_request_duration_seconds", map[string]string{"route": Unrouted}, 1},
+		{"gateway_ledger_batch_duration_seconds", map[string]string{}, 1},
+		{"gateway_ledger_batch_failures_total", map[string]string{}, 1},
+		{"gateway_pool_size", pool, 4},
+		{"gateway_pool_instances_idle", pool, 3},
+		{"gateway_pool_instances_created_total", pool, 5},
+		{"gateway_ledger_credits_total", map[string]string{"kind": "grant"}, 40},
+		{"gateway_ledger_credits_total", map[string]string{"kind": "refund"}, 0},
+		{"gateway_build_info", map[string]string{"version": `v1 "quoted"`}, 1},
+	} {
+		if got, ok := value(c.name, c.labels); !ok || got != c.want {
+			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	if families["process_resident_memory_bytes"] == nil || families["go_goroutines"] == nil {
+		t.Error("process and Go runtime families missing")
+	}
 }

@@ -54,9 +54,10 @@ export function forwarded(request, requestId, workerName) {
  *           is not deployed and its routes answer 503, as on the wazero host
  * migrations the ledger migrations ({ version, name }) this build needs,
  *           which /readyz checks the ledger for (probes.js)
+ * openapi   the OpenAPI document served at /openapi.json (schema/openapi.json)
  */
-export function frontWorker({ table, functions, migrations = [] }) {
-  const probe = probes({ table, functions, migrations });
+export function frontWorker({ table, functions, migrations = [], openapi = null }) {
+  const probe = probes({ table, functions, migrations, openapi });
   return {
     async fetch(request, env) {
       const requestId = newRequestId();
@@ -65,7 +66,7 @@ export function frontWorker({ table, functions, migrations = [] }) {
         if (probed.status === 405) {
           return respond(request, requestId, platformError("method_not_allowed", `this path does not accept ${request.method}`, [["allow", probed.allow]]));
         }
-        return respond(request, requestId, { status: probed.status, headers: [["content-type", "application/json; charset=utf-8"]], body: JSON.stringify(probed.body) });
+        return respond(request, requestId, { status: probed.status, headers: [["content-type", "application/json; charset=utf-8"], ...(probed.headers ?? [])], body: JSON.stringify(probed.body) });
       }
       const url = new URL(request.url);
       const { route, allow } = match(table, request.method, url.pathname);

@@ -14,6 +14,8 @@ import { Ledger, parseLibsqlURL } from "./ledger.js";
 
 export const HEALTH_PATH = "/healthz";
 export const READY_PATH = "/readyz";
+/** The OpenAPI document (schema/openapi.json), as the wazero host serves it. */
+export const OPENAPI_PATH = "/openapi.json";
 
 /** How long a readiness answer is reused by an isolate. */
 const READY_CACHE_MS = 1000;
@@ -90,7 +92,8 @@ async function ledgerState(env, migrations) {
 }
 
 /**
- * probes returns the front's handler of the probe paths: a function of
+ * probes returns the front's handler of the probe paths and of the OpenAPI
+ * document (deployment.openapi, given by the generator): a function of
  * (request, env, requestId) that answers them, or returns null for any
  * other path. Answers are reused for a second per isolate, so probes cost
  * the ledger at most two reads a second each.
@@ -99,9 +102,12 @@ export function probes(deployment) {
   let cached = null;
   return async (request, env) => {
     const path = new URL(request.url).pathname;
-    if (path !== HEALTH_PATH && path !== READY_PATH) return null;
+    const openapi = path === OPENAPI_PATH && deployment.openapi;
+    if (path !== HEALTH_PATH && path !== READY_PATH && !openapi) return null;
     if (request.method !== "GET" && request.method !== "HEAD") return { status: 405, allow: "GET, HEAD" };
     if (path === HEALTH_PATH) return { status: 200, body: { status: "ok" } };
+    // Client generators and API browsers fetch it from other origins.
+    if (openapi) return { status: 200, body: openapi, headers: [["access-control-allow-origin", "*"]] };
     if (!cached || Date.now() - cached.at >= READY_CACHE_MS) {
       cached = { at: Date.now(), body: await readiness(env, deployment) };
     }

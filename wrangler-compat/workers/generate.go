@@ -330,7 +330,9 @@ func writeFront(o genOptions, m *Manifest) error {
 	for _, mg := range ms {
 		migrations = append(migrations, map[string]any{"version": mg.Version, "name": mg.Name})
 	}
-	cfg, err := json.MarshalIndent(map[string]any{"table": o.Routes, "functions": functions, "migrations": migrations}, "", "  ")
+	// The front serves the OpenAPI document as the wazero host does.
+	cfg, err := json.MarshalIndent(map[string]any{"table": o.Routes, "functions": functions, "migrations": migrations,
+		"openapi": json.RawMessage(schema.OpenAPI)}, "", "  ")
 	if err != nil {
 		return err
 	}
