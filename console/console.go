@@ -10,6 +10,7 @@ import (
 	"path"
 	"strings"
 
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/policy"
 )
 
@@ -45,7 +46,7 @@ func Handler() http.Handler {
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Content-Type-Options", "nosniff")
 		if err != nil || !known {
-			resp := policy.Error(404, policy.CodeNotFound, "no such route")
+			resp := policy.Error(contract.NotFound, "no such route")
 			for _, f := range resp.Headers {
 				h.Set(f.Name, f.Value)
 			}

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"decisiongateway/shared/contract"
 	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/routes"
 )
@@ -189,7 +190,7 @@ func startWrangler(t testing.TB, settings map[string]string, genArgs ...string) 
 		if k != "AI_REST_URL" {
 			fmt.Fprintf(&vars, "%s=%s\n", k, strconv.Quote(v))
 		}
-		if k != "AI_REST_URL" && (k == "LIBSQL_URL" || k == "LIBSQL_AUTH_TOKEN" || !strings.HasSuffix(k, "_KEY") && !strings.HasSuffix(k, "_TOKEN")) {
+		if k != "AI_REST_URL" && (k == "LIBSQL_URL" || k == "LIBSQL_AUTH_TOKEN" || !contract.IsSecret(k)) {
 			fmt.Fprintf(&front, "%s=%s\n", k, strconv.Quote(v))
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/policy"
 	"decisiongateway/testkit/sqldtest"
 	"decisiongateway/testkit/testenv"
@@ -187,17 +188,17 @@ func TestWorkerdServesConfigLikeWazeroHost(t *testing.T) {
 	errorCases := []struct {
 		name, method, path string
 		status             int
-		code               string
+		code               contract.Code
 	}{
-		{"unknown path", http.MethodGet, "/api/service/no-such-route", http.StatusNotFound, policy.CodeNotFound},
-		{"wrong method", http.MethodPost, "/api/service/config", http.StatusMethodNotAllowed, policy.CodeMethodNotAllowed},
+		{"unknown path", http.MethodGet, "/api/service/no-such-route", http.StatusNotFound, contract.NotFound},
+		{"wrong method", http.MethodPost, "/api/service/config", http.StatusMethodNotAllowed, contract.MethodNotAllowed},
 	}
 	for _, c := range errorCases {
 		t.Run(c.name, func(t *testing.T) {
 			var answers []answer
 			for _, h := range hosts {
 				a := do(t, c.method, h.url+c.path)
-				checkPlatformError(t, h.name, a, c.status, c.code)
+				checkPlatformError(t, h.name, a, c.status, string(c.code))
 				answers = append(answers, a)
 			}
 			if !bytes.Equal(answers[0].body, answers[1].body) {

@@ -14,34 +14,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/valyala/fastjson"
-
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/accounts"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
-)
-
-// Error codes of the console and sign-in routes (schema/errors.md,
-// "Console and sign-in").
-const (
-	CodeBearerNotAccepted  = "bearer_not_accepted"
-	CodeSessionRequired    = "session_required"
-	CodeOriginNotAllowed   = "origin_not_allowed"
-	CodeInvalidRequest     = "invalid_request"
-	CodeInvalidEmail       = "invalid_email"
-	CodeInvalidKeyName     = "invalid_key_name"
-	CodeKeyLimitReached    = "key_limit_reached"
-	CodeKeyCreationLimited = "key_creation_rate_limited"
-	CodeKeyNotFound        = "key_not_found"
-	CodeSignInRateLimited  = "signin_rate_limited"
-	CodeMailNotConfigured  = "mail_not_configured"
-	CodeMailFailed         = "mail_failed"
-	// CodeLedgerUnavailable is the decision path's code for the same
-	// condition, shared so clients need one rule for it.
-	CodeLedgerUnavailable = "ledger_unavailable"
+	"github.com/valyala/fastjson"
 )
 
 // Gate is what a console route needs to know before it does its work.
@@ -62,7 +42,7 @@ func Check(env *platform.Env, req *abi.Request, write bool) (g Gate, resp abi.Re
 	g.Settings = settings.Read(env.Config)
 	g.Store = accounts.New(env.Ledger)
 	if req.Headers.Has("authorization") {
-		return g, policy.Error(401, CodeBearerNotAccepted, "this endpoint takes a signed-in browser session; an Authorization header (API key) is not accepted here"), false
+		return g, policy.Error(contract.BearerNotAccepted, "this endpoint takes a signed-in browser session; an Authorization header (API key) is not accepted here"), false
 	}
 	if write {
 		if r, ok := CheckOrigin(&g.Settings, req); !ok {
@@ -71,14 +51,14 @@ func Check(env *platform.Env, req *abi.Request, write bool) (g Gate, resp abi.Re
 	}
 	secret := SessionCookieValue(req)
 	if secret == "" {
-		return g, policy.Error(401, CodeSessionRequired, "sign in first: no session cookie was sent"), false
+		return g, policy.Error(contract.SessionRequired, "sign in first: no session cookie was sent"), false
 	}
 	sess, found, err := g.Store.LookupSession(secret)
 	if err != nil {
 		return g, Failure(err), false
 	}
 	if !found {
-		return g, policy.Error(401, CodeSessionRequired, "the session has ended or expired; sign in again"), false
+		return g, policy.Error(contract.SessionRequired, "the session has ended or expired; sign in again"), false
 	}
 	g.Session = sess
 	return g, abi.Response{}, true
@@ -97,9 +77,9 @@ func CheckOrigin(s *settings.Settings, req *abi.Request) (abi.Response, bool) {
 	want := strings.TrimSuffix(s.Origin, "/")
 	switch {
 	case n == 0:
-		return policy.Error(403, CodeOriginNotAllowed, "this request changes state and must carry an Origin header equal to "+want), false
+		return policy.Error(contract.OriginNotAllowed, "this request changes state and must carry an Origin header equal to "+want), false
 	case n > 1 || origin != want:
-		return policy.Error(403, CodeOriginNotAllowed, "the Origin header must be exactly "+want), false
+		return policy.Error(contract.OriginNotAllowed, "the Origin header must be exactly "+want), false
 	}
 	return abi.Response{}, true
 }
@@ -166,24 +146,24 @@ func Failure(err error) abi.Response {
 	var rl *accounts.RateLimited
 	switch {
 	case errors.As(err, &rl):
-		code := CodeSignInRateLimited
+		code := contract.SigninRateLimited
 		msg := "too many sign-in requests; wait before asking for another link"
 		if rl.Scope == "keycreate" {
-			code, msg = CodeKeyCreationLimited, "at most 10 keys can be created per minute"
+			code, msg = contract.KeyCreationRateLimited, "at most 10 keys can be created per minute"
 		}
-		r := policy.Error(429, code, msg)
+		r := policy.Error(code, msg)
 		r.Headers.Set(policy.HRetryAfter, strconv.FormatInt(max(rl.RetryAfter, 1), 10))
 		return r
 	case errors.Is(err, accounts.ErrInvalidEmail):
-		return policy.Error(400, CodeInvalidEmail, "send {\"email\": <address>} with a valid e-mail address")
+		return policy.Error(contract.InvalidEmail, "send {\"email\": <address>} with a valid e-mail address")
 	case errors.Is(err, accounts.ErrInvalidName):
-		return policy.Error(400, CodeInvalidKeyName, "the key name must be 1 to 64 characters with a non-space character and no control character")
+		return policy.Error(contract.InvalidKeyName, "the key name must be 1 to 64 characters with a non-space character and no control character")
 	case errors.Is(err, accounts.ErrKeyLimit):
-		return policy.Error(409, CodeKeyLimitReached, "an account can have at most 20 active keys; revoke one first")
+		return policy.Error(contract.KeyLimitReached, "an account can have at most 20 active keys; revoke one first")
 	case errors.Is(err, accounts.ErrKeyNotFound):
-		return policy.Error(404, CodeKeyNotFound, "no active key with this id belongs to the signed-in account")
+		return policy.Error(contract.KeyNotFound, "no active key with this id belongs to the signed-in account")
 	}
-	r := policy.Error(503, CodeLedgerUnavailable, "the ledger could not be reached; nothing was changed, try again")
+	r := policy.Error(contract.LedgerUnavailable, "the ledger could not be reached; nothing was changed, try again")
 	r.Headers.Set(policy.HRetryAfter, "1")
 	return r
 }

@@ -18,6 +18,7 @@ import (
 	"decisiongateway/console/gate"
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/accounts"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
@@ -44,11 +45,11 @@ func signIn(env *platform.Env, req *abi.Request) abi.Response {
 	}
 	email, ok := gate.StringField(req.Body, "email")
 	if !ok {
-		return policy.Error(400, gate.CodeInvalidRequest, `send a JSON object {"email": <address>}`)
+		return policy.Error(contract.InvalidRequest, `send a JSON object {"email": <address>}`)
 	}
 	mailURL := env.Config.Get("MAIL_URL")
 	if mailURL == "" {
-		return policy.Error(503, gate.CodeMailNotConfigured, "this deployment sends no mail; an operator can open a session with `gateway admin session EMAIL`")
+		return policy.Error(contract.MailNotConfigured, "this deployment sends no mail; an operator can open a session with `gateway admin session EMAIL`")
 	}
 	store := accounts.New(env.Ledger)
 	token, err := store.RequestSignIn(email, gate.ClientHash(req))
@@ -59,7 +60,7 @@ func signIn(env *platform.Env, req *abi.Request) abi.Response {
 	link := strings.TrimSuffix(s.Origin, "/") + "/api/service/auth/verify?token=" + token
 	if err := sendLink(env, mailURL, to, link); err != "" {
 		env.Warn("sign-in mail not sent", "reason", err)
-		return policy.Error(502, gate.CodeMailFailed, "the sign-in mail could not be sent; try again later")
+		return policy.Error(contract.MailFailed, "the sign-in mail could not be sent; try again later")
 	}
 	var w jsonw.Writer
 	w.Open('{')
@@ -118,7 +119,7 @@ func signOut(env *platform.Env, req *abi.Request) abi.Response {
 // answer here (signedIn false), not an error: the console asks on load.
 func session(env *platform.Env, req *abi.Request) abi.Response {
 	if req.Headers.Has("authorization") {
-		return policy.Error(401, gate.CodeBearerNotAccepted, "this endpoint takes a signed-in browser session; an Authorization header (API key) is not accepted here")
+		return policy.Error(contract.BearerNotAccepted, "this endpoint takes a signed-in browser session; an Authorization header (API key) is not accepted here")
 	}
 	var w jsonw.Writer
 	w.Open('{')

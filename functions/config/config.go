@@ -4,6 +4,7 @@ package config
 
 import (
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
@@ -19,7 +20,7 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	case s.UpstreamKind == "":
 		status = "no_upstream"
 	case !ledgerReachable(env):
-		status = "ledger_unavailable"
+		status = string(contract.LedgerUnavailable)
 	}
 
 	var w jsonw.Writer

@@ -11,6 +11,7 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/canon"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/ledgerq"
 	"decisiongateway/shared/platform"
@@ -69,12 +70,12 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	}
 	idemKey := req.Headers.Get("idempotency-key")
 	if req.Headers.Has("idempotency-key") && !validIdempotencyKey(idemKey) {
-		return fail(400, CodeInvalidIdemKey, "Idempotency-Key must be 1 to 255 visible ASCII characters")
+		return fail(contract.InvalidIdempotencyKey, "Idempotency-Key must be 1 to 255 visible ASCII characters")
 	}
 	var err error
 	canonical, err = encoder.Append(canonical[:0], req.Body, d.call.Model)
 	if err != nil {
-		return fail(400, "invalid_request", err.Error())
+		return fail(contract.InvalidRequest, err.Error())
 	}
 	cost := pricing.Cost(len(d.parsed.Questions), len(canonical))
 
@@ -96,7 +97,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	})
 	if err != nil {
 		env.Error("reservation failed", "error", err.Error())
-		return fail(503, CodeLedgerUnavailable, "the ledger is unavailable; nothing was charged")
+		return fail(contract.LedgerUnavailable, "the ledger is unavailable; nothing was charged")
 	}
 	if resp, done := refuse(env, &r, c.AccountID, now); done {
 		return resp
@@ -120,13 +121,13 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 func Resume(env *platform.Env, req *abi.Request) abi.Response {
 	var p pending
 	if !p.decode(req.Resume.State) {
-		return policy.Error(500, policy.CodeInternal, "the decision's saved state could not be read")
+		return policy.Error(contract.InternalError, "the decision's saved state could not be read")
 	}
 	d, refusal := parse(env, req)
 	if refusal != nil {
 		// The request passed these checks before the reservation; a
 		// mismatch means the host changed it. Refund and say so.
-		out := upstream.Outcome{Status: refusal.Status, Headers: refusal.Headers, Body: refusal.Body, Code: policy.CodeInternal, Source: policy.SourcePlatform}
+		out := upstream.Outcome{Status: refusal.Status, Headers: refusal.Headers, Body: refusal.Body, Code: contract.InternalError, Source: policy.SourcePlatform}
 		return settleAndAnswer(env, req, d, &p, &out)
 	}
 	out := d.adapter.Answer(&d.call, req.Resume)
@@ -147,18 +148,18 @@ func parse(env *platform.Env, req *abi.Request) (*decision, *abi.Response) {
 	d := &current
 	d.settings = settings.Read(env.Config)
 	if !validate.IsJSONContentType(req.Headers.Get("content-type")) {
-		r := fail(415, CodeUnsupportedMedia, "send the body as Content-Type: application/json")
+		r := fail(contract.UnsupportedMediaType, "send the body as Content-Type: application/json")
 		return d, &r
 	}
 	parsed, verr := validator.Validate(req.Body)
 	if verr != nil {
-		r := fail(verr.Status, verr.Code, verr.Message)
+		r := fail(verr.Code, verr.Message)
 		return d, &r
 	}
 	d.parsed = parsed
 	d.adapter = upstream.For(&d.settings)
 	if d.adapter == nil {
-		r := fail(503, upstream.CodeNotConfigured, "no upstream provider is configured on this deployment")
+		r := fail(contract.UpstreamNotConfigured, "no upstream provider is configured on this deployment")
 		return d, &r
 	}
 	model := d.settings.DefaultModel
@@ -167,7 +168,7 @@ func parse(env *platform.Env, req *abi.Request) (*decision, *abi.Response) {
 	}
 	d.call = upstream.Call{Body: req.Body, Request: parsed, Model: model, Validator: &validator}
 	if verr := d.adapter.Check(&d.call); verr != nil {
-		r := fail(verr.Status, verr.Code, verr.Message)
+		r := fail(verr.Code, verr.Message)
 		return d, &r
 	}
 	return d, nil
@@ -179,7 +180,7 @@ func settleAndAnswer(env *platform.Env, req *abi.Request, d *decision, p *pendin
 	idemKey := req.Headers.Get("idempotency-key")
 	st := ledgerq.Settle{
 		RequestID: req.RequestID, AccountID: p.AccountID, IdemKey: idemKey, Cost: p.Cost,
-		OK: out.OK, Status: out.Status, ErrorCode: out.Code,
+		OK: out.OK, Status: out.Status, ErrorCode: string(out.Code),
 		InputTokens: out.InputTokens, OutputTokens: out.OutputTokens, Now: time.Now(),
 	}
 	mode := ""
@@ -210,7 +211,7 @@ func attemptLimited(env *platform.Env, req *abi.Request) (abi.Response, bool) {
 	if !limited {
 		return abi.Response{}, false
 	}
-	resp := fail(429, CodeAuthRateLimited, "too many authentication attempts from this address")
+	resp := fail(contract.AuthRateLimited, "too many authentication attempts from this address")
 	resp.Headers.Set(policy.HRetryAfter, a.Window.RetryAfter(now))
 	return resp, true
 }
@@ -222,15 +223,15 @@ func refuse(env *platform.Env, r *ledgerq.Reservation, account string, now time.
 	case ledgerq.Reserved:
 		return resp, false
 	case ledgerq.AuthLimited:
-		resp = fail(429, CodeAuthRateLimited, "too many authentication attempts from this address")
+		resp = fail(contract.AuthRateLimited, "too many authentication attempts from this address")
 		resp.Headers.Set(policy.HRetryAfter, r.Auth.Window.RetryAfter(now))
 		return resp, true
 	case ledgerq.Unauthorized:
-		resp = policy.Unauthorized(policy.CodeInvalidKey, "the API key is unknown or revoked")
+		resp = policy.Unauthorized(contract.InvalidAPIKey, "the API key is unknown or revoked")
 		resp.Headers.Set(policy.HServiceCredits, "0")
 		return resp, true
 	case ledgerq.RateLimited:
-		resp = fail(429, CodeRateLimited, "the account's decision limit for this minute is exhausted")
+		resp = fail(contract.RateLimitExceeded, "the account's decision limit for this minute is exhausted")
 		resp.Headers.Set(policy.HRetryAfter, r.Rate.Window.RetryAfter(now))
 		return resp, true
 	case ledgerq.Reconciling:
@@ -241,17 +242,17 @@ func refuse(env *platform.Env, r *ledgerq.Reservation, account string, now time.
 		} else {
 			env.Warn("reconciled expired attempts", "count", strconv.FormatInt(n, 10))
 		}
-		resp = fail(503, CodeReconciliation, "an earlier request of this account is being reconciled; check usage, then retry")
+		resp = fail(contract.RequestReconciliationPending, "an earlier request of this account is being reconciled; check usage, then retry")
 		resp.Headers.Set(policy.HRetryAfter, "1")
 	case ledgerq.InProgress:
-		resp = fail(409, CodeInProgress, "a request with this Idempotency-Key is still in progress; retry after the delay with the same key and body")
+		resp = fail(contract.RequestInProgress, "a request with this Idempotency-Key is still in progress; retry after the delay with the same key and body")
 		resp.Headers.Set(policy.HRetryAfter, "2")
 	case ledgerq.Conflict:
-		resp = fail(409, CodeIdemConflict, "this Idempotency-Key was used with a different request")
+		resp = fail(contract.IdempotencyConflict, "this Idempotency-Key was used with a different request")
 	case ledgerq.FailedBefore:
-		resp = fail(409, CodeIdemFailed, "the earlier attempt with this Idempotency-Key failed and was refunded; use a new key")
+		resp = fail(contract.IdempotencyFailed, "the earlier attempt with this Idempotency-Key failed and was refunded; use a new key")
 	case ledgerq.Insufficient:
-		resp = fail(402, CodeInsufficient, "the account's credit balance ("+strconv.FormatInt(r.Balance, 10)+") is below the cost of this request")
+		resp = fail(contract.InsufficientCredits, "the account's credit balance ("+strconv.FormatInt(r.Balance, 10)+") is below the cost of this request")
 	case ledgerq.Replay:
 		resp = replay(&r.Replay)
 	}
@@ -311,15 +312,15 @@ func settle(env *platform.Env, st *ledgerq.Settle, until time.Time) (string, boo
 // that the charge is being reconciled, with no X-Service-Credits (spec §4.8,
 // §7 rule 3), and a resend of the key tells the final state.
 func unsettled(p *pending) abi.Response {
-	resp := policy.Error(503, CodeReconciliation, "the outcome could not be recorded and is being reconciled; resend the same request with the same Idempotency-Key to learn its final state")
+	resp := policy.Error(contract.RequestReconciliationPending, "the outcome could not be recorded and is being reconciled; resend the same request with the same Idempotency-Key to learn its final state")
 	resp.Headers.Set(policy.HRetryAfter, "2")
 	p.Rate.SetHeaders(&resp.Headers)
 	return resp
 }
 
 // fail is a platform error that charged nothing.
-func fail(status int, code, message string) abi.Response {
-	resp := policy.Error(status, code, message)
+func fail(code contract.Code, message string) abi.Response {
+	resp := policy.Error(code, message)
 	resp.Headers.Set(policy.HServiceCredits, "0")
 	return resp
 }

@@ -8,6 +8,7 @@ import (
 	"decisiongateway/console/gate"
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/accounts"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
@@ -54,7 +55,7 @@ func list(g *gate.Gate) abi.Response {
 func create(g *gate.Gate, req *abi.Request) abi.Response {
 	name, ok := gate.StringField(req.Body, "name")
 	if !ok {
-		return policy.Error(400, gate.CodeInvalidRequest, `send a JSON object {"name": <string>}`)
+		return policy.Error(contract.InvalidRequest, `send a JSON object {"name": <string>}`)
 	}
 	k, secret, err := g.Store.CreateKey(g.Session.AccountID, name)
 	if err != nil {

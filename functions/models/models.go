@@ -5,11 +5,11 @@
 package models
 
 import (
-	"strconv"
 	"time"
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/batch"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/ledgerq"
 	"decisiongateway/shared/platform"
@@ -18,20 +18,8 @@ import (
 	"decisiongateway/shared/upstream"
 )
 
-// DefaultRateLimit is the model listing limit per account per minute (spec
-// §8); SERVICE_MODELS_RATE_LIMIT overrides it.
-const DefaultRateLimit = 60
-
 // Scope names the listing's rate counter, apart from the decision counter.
 const Scope = "models"
-
-// Error codes shared with the decision endpoint (schema/errors.md): a
-// client handles an API key problem the same way on both.
-const (
-	CodeAuthRateLimited   = "auth_rate_limited"
-	CodeRateLimited       = "rate_limit_exceeded"
-	CodeLedgerUnavailable = "ledger_unavailable"
-)
 
 // Handle: authenticate the key and count the attempt (one ledger batch),
 // then ask the configured upstream kind for its list.
@@ -45,7 +33,7 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	tok, account, refusal := policy.APIKey(req)
 	if refusal != nil {
 		if a, limited := ledgerq.CountRefusedKey(env.Ledger, req, s.AuthRateLimit, now); limited {
-			resp := policy.Error(429, CodeAuthRateLimited, "too many authentication attempts from this address")
+			resp := policy.Error(contract.AuthRateLimited, "too many authentication attempts from this address")
 			resp.Headers.Set(policy.HRetryAfter, a.Window.RetryAfter(now))
 			return resp
 		}
@@ -53,26 +41,26 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	}
 	a, rate, err := ledgerq.AuthorizeKey(env.Ledger,
 		&ledgerq.Principal{AccountID: account, KeyHash: keys.Hash(tok), IPHash: keys.HashClient(req.ClientAddr), AuthLimit: s.AuthRateLimit},
-		Scope, rateLimit(env.Config), now)
+		Scope, s.ModelsRateLimit, now)
 	switch {
 	case err != nil:
 		env.Error("model listing: authentication failed", "error", err.Error())
-		return policy.Error(503, CodeLedgerUnavailable, "the ledger is unavailable")
+		return policy.Error(contract.LedgerUnavailable, "the ledger is unavailable")
 	case a.RateLimited:
-		resp := policy.Error(429, CodeAuthRateLimited, "too many authentication attempts from this address")
+		resp := policy.Error(contract.AuthRateLimited, "too many authentication attempts from this address")
 		resp.Headers.Set(policy.HRetryAfter, a.Window.RetryAfter(now))
 		return resp
 	case !a.OK:
-		return policy.Unauthorized(policy.CodeInvalidKey, "the API key is unknown or revoked")
+		return policy.Unauthorized(contract.InvalidAPIKey, "the API key is unknown or revoked")
 	case rate.Exceeded():
-		resp := policy.Error(429, CodeRateLimited, "the account's model listing limit for this minute is exhausted")
+		resp := policy.Error(contract.RateLimitExceeded, "the account's model listing limit for this minute is exhausted")
 		resp.Headers.Set(policy.HRetryAfter, rate.Window.RetryAfter(now))
 		return resp
 	}
 
 	adapter := upstream.For(&s)
 	if adapter == nil {
-		return withRate(policy.Error(503, upstream.CodeNotConfigured, "no upstream provider is configured on this deployment"), rate)
+		return withRate(policy.Error(contract.UpstreamNotConfigured, "no upstream provider is configured on this deployment"), rate)
 	}
 	// A listing from the upstream is an outbound call: the host makes it
 	// while no instance waits (schema/abi.md, "Awaiting").
@@ -89,7 +77,7 @@ func answer(env *platform.Env, r *abi.Resume) abi.Response {
 	s := settings.Read(env.Config)
 	adapter := upstream.For(&s)
 	if !ok || adapter == nil {
-		return policy.Error(500, policy.CodeInternal, "the model listing's saved state could not be read")
+		return policy.Error(contract.InternalError, "the model listing's saved state could not be read")
 	}
 	_, resp := adapter.Models(r)
 	return withRate(resp, rate)
@@ -98,11 +86,4 @@ func answer(env *platform.Env, r *abi.Resume) abi.Response {
 func withRate(resp abi.Response, rate batch.Rate) abi.Response {
 	rate.SetHeaders(&resp.Headers)
 	return resp
-}
-
-func rateLimit(c platform.Config) int {
-	if n, err := strconv.Atoi(c.Get("SERVICE_MODELS_RATE_LIMIT")); err == nil && n > 0 {
-		return n
-	}
-	return DefaultRateLimit
 }

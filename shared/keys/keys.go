@@ -37,6 +37,19 @@ const (
 	Len = 4 + accountLen + 1 + randomLen + checkLen
 )
 
+// Format is the shape of every secret as data, for the Workers shim's copy
+// of AccountHint (wrangler-compat/src/sticky.js, generated from it).
+var Format = struct {
+	Alphabet      string `json:"alphabet"`
+	AccountLen    int    `json:"accountLen"`
+	RandomLen     int    `json:"randomLen"`
+	CheckLen      int    `json:"checkLen"`
+	APIKey        string `json:"apiKey"`
+	Session       string `json:"session"`
+	SignIn        string `json:"signIn"`
+	SessionCookie string `json:"sessionCookie"`
+}{alphabet, accountLen, randomLen, checkLen, APIKey, Session, SignIn, SessionCookie}
+
 func randomChars(n int) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {

@@ -17,14 +17,10 @@ type Principal struct {
 	KeyHash string
 	// IPHash is the hashed client address, the scope of the auth counter.
 	IPHash string
-	// AuthLimit is the attempts allowed per IPHash per minute; 0 means the
-	// spec's 600 (§8).
+	// AuthLimit is the attempts allowed per IPHash per minute
+	// (SERVICE_AUTH_RATE_LIMIT, checked ≥ 1 by the host).
 	AuthLimit int
 }
-
-// DefaultAuthLimit is spec §8's authentication attempts per hashed client
-// IP per minute.
-const DefaultAuthLimit = 600
 
 // Auth is the outcome of the authentication steps.
 type Auth struct {
@@ -55,9 +51,6 @@ func auth(x *batch.Builder, p *Principal, now time.Time) ([]abi.Cond, authSteps)
 		return []abi.Cond{truthy(found)}, authSteps{count: -1, ok: found}
 	}
 	limit := p.AuthLimit
-	if limit == 0 {
-		limit = DefaultAuthLimit
-	}
 	scope, w := "auth:"+p.IPHash, batch.WindowAt(now, time.Minute)
 	count := x.Count(scope, w, nil)
 	inLimit, args := batch.Within(scope, w, limit)
@@ -105,9 +98,6 @@ func AuthorizeKey(l platform.Ledger, p *Principal, scope string, limit int, now 
 func CountRefusedKey(l platform.Ledger, req *abi.Request, limit int, now time.Time) (Auth, bool) {
 	if !req.Headers.Has("authorization") {
 		return Auth{}, false
-	}
-	if limit == 0 {
-		limit = DefaultAuthLimit
 	}
 	var x batch.Builder
 	w := batch.WindowAt(now, time.Minute)

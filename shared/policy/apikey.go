@@ -2,18 +2,13 @@ package policy
 
 import (
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/keys"
 )
 
-// Codes of API-key authentication, shared by every Bearer-key route.
-const (
-	CodeMissingKey = "missing_api_key"
-	CodeInvalidKey = "invalid_api_key"
-)
-
 // Unauthorized is the 401 of a Bearer-key route.
-func Unauthorized(code, message string) abi.Response {
-	resp := Error(401, code, message)
+func Unauthorized(code contract.Code, message string) abi.Response {
+	resp := Error(code, message)
 	resp.Headers.Set("www-authenticate", `Bearer realm="decision-gateway"`)
 	return resp
 }
@@ -25,17 +20,17 @@ func Unauthorized(code, message string) abi.Response {
 func APIKey(req *abi.Request) (secret, account string, refusal *abi.Response) {
 	auth := req.Headers.Get("authorization")
 	if auth == "" {
-		r := Unauthorized(CodeMissingKey, "send the API key as Authorization: Bearer <key>")
+		r := Unauthorized(contract.MissingAPIKey, "send the API key as Authorization: Bearer <key>")
 		return "", "", &r
 	}
 	tok, ok := keys.Bearer(auth)
 	if !ok {
-		r := Unauthorized(CodeInvalidKey, "the Authorization header must be Bearer <API key>")
+		r := Unauthorized(contract.InvalidAPIKey, "the Authorization header must be Bearer <API key>")
 		return "", "", &r
 	}
 	account, ok = keys.Parse(keys.APIKey, tok)
 	if !ok {
-		r := Unauthorized(CodeInvalidKey, "the API key is malformed")
+		r := Unauthorized(contract.InvalidAPIKey, "the API key is malformed")
 		return "", "", &r
 	}
 	return tok, account, nil

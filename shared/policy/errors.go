@@ -6,6 +6,7 @@ package policy
 
 import (
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/jsonw"
 )
 
@@ -31,26 +32,23 @@ const (
 // JSONType is the Content-Type of every JSON body the platform writes.
 const JSONType = "application/json; charset=utf-8"
 
-// Platform error codes produced outside any one function (schema/errors.md
-// lists every code).
-const (
-	CodeNotFound         = "not_found"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeInternal         = "internal_error"
-	CodeTimeout          = "function_timeout"
-	CodeOverloaded       = "overloaded"
-	CodeUnavailable      = "function_unavailable"
-)
+// Error builds a platform error response with the code's status from the
+// contract's table: the documented body {"error":{"code":…,"message":…}}
+// with X-Service-Error-Source: platform and X-Service-Error-Code set to
+// code. A call site names the code; it never picks a status.
+func Error(code contract.Code, message string) abi.Response {
+	return ErrorAs(code.Status(), code, message)
+}
 
-// Error builds a platform error response: the documented body
-// {"error":{"code":…,"message":…}} with X-Service-Error-Source: platform and
-// X-Service-Error-Code set to code.
-func Error(status int, code, message string) abi.Response {
+// ErrorAs is Error with the status of an upstream answer, for the codes
+// the table marks Forwarded (provider_busy keeps the upstream's 429, 503
+// or 529). Every other caller uses Error.
+func ErrorAs(status int, code contract.Code, message string) abi.Response {
 	var w jsonw.Writer
 	w.Open('{')
 	w.Key("error")
 	w.Open('{')
-	w.FieldString("code", code)
+	w.FieldString("code", string(code))
 	w.FieldString("message", message)
 	w.Close('}')
 	w.Close('}')
@@ -59,7 +57,7 @@ func Error(status int, code, message string) abi.Response {
 		Headers: abi.Headers{
 			{Name: HContentType, Value: JSONType},
 			{Name: HErrorSource, Value: SourcePlatform},
-			{Name: HErrorCode, Value: code},
+			{Name: HErrorCode, Value: string(code)},
 		},
 		Body: w.B,
 	}

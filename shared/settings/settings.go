@@ -1,20 +1,26 @@
-// Package settings reads the deployment settings a function needs from its
-// host's configuration, with the defaults the README documents. Parsing
-// lives here once so every function reads a setting the same way.
+// Package settings is a function's typed view of the deployment settings.
+//
+// Both hosts check every setting once, at start, against its row in
+// shared/contract (a bad one stops the host, naming it), and pass modules
+// each setting they may read with its default filled in. A module trusts
+// what it gets: Read parses without checking and without falling back. The
+// table's default applies only to a setting the host did not pass at all,
+// which only native callers (tests, benchmarks) do.
 package settings
 
 import (
 	"strconv"
 	"time"
 
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/platform"
 )
 
 // Upstream kinds (UPSTREAM_KIND).
 const (
-	KindVendor = "vendor"
-	KindEdge   = "edge"
-	KindRouter = "router"
+	KindVendor = contract.KindVendor
+	KindEdge   = contract.KindEdge
+	KindRouter = contract.KindRouter
 )
 
 // ResponseMode is the X-Service-Response-Mode of an upstream kind, or ""
@@ -34,16 +40,17 @@ func ResponseMode(kind string) string {
 
 // Settings is the typed view of the configuration.
 type Settings struct {
-	Origin         string
-	UpstreamKind   string // "" when no upstream is configured
-	UpstreamURL    string
-	Emulator       bool // the upstream is the host's built-in emulator
-	DefaultModel   string
-	RateLimit      int
-	AuthRateLimit  int // API authentication attempts per hashed client IP per minute
-	WelcomeCredits int
-	DocsURL        string
-	IdempotencyTTL time.Duration
+	Origin          string
+	UpstreamKind    string // "" when no upstream is configured
+	UpstreamURL     string
+	Emulator        bool // the upstream is the host's built-in emulator
+	DefaultModel    string
+	RateLimit       int
+	ModelsRateLimit int // GET /v1/models per account per minute
+	AuthRateLimit   int // API authentication attempts per hashed client IP per minute
+	WelcomeCredits  int
+	DocsURL         string
+	IdempotencyTTL  time.Duration
 	// RequestTimeout is the host's per-request deadline; a function budgets
 	// its upstream call inside it so it can still settle the ledger.
 	RequestTimeout time.Duration
@@ -65,33 +72,31 @@ func (s *Settings) UpstreamTimeout() time.Duration {
 // is shorter), and the attempt is settled as failed and refunded.
 func (s *Settings) Lease() time.Duration { return s.RequestTimeout + 5*time.Second }
 
-// Read loads the settings from c.
+// Read loads the settings from c, trusting the host's checked values.
 func Read(c platform.Config) Settings {
+	get := func(name string) string {
+		if v := c.Get(name); v != "" {
+			return v
+		}
+		return contract.SettingNamed(name).Default
+	}
 	s := Settings{
-		Origin:         or(c.Get("SERVICE_ORIGIN"), "http://127.0.0.1:8787"),
-		UpstreamKind:   c.Get("UPSTREAM_KIND"),
-		UpstreamURL:    c.Get("UPSTREAM_URL"),
-		Emulator:       c.Get("GATEWAY_EMULATOR") == "1",
-		RateLimit:      atoi(c.Get("SERVICE_RATE_LIMIT"), 120),
-		AuthRateLimit:  atoi(c.Get("SERVICE_AUTH_RATE_LIMIT"), 600),
-		WelcomeCredits: atoi(c.Get("SERVICE_WELCOME_CREDITS"), 100),
-		DocsURL:        c.Get("SERVICE_DOCS_URL"),
-		IdempotencyTTL: 24 * time.Hour,
-		Dev:            c.Get("GATEWAY_DEV") == "1",
+		Origin:          get("SERVICE_ORIGIN"),
+		UpstreamKind:    get("UPSTREAM_KIND"),
+		UpstreamURL:     get("UPSTREAM_URL"),
+		Emulator:        get("GATEWAY_EMULATOR") == "1",
+		DefaultModel:    get("SERVICE_DEFAULT_MODEL"),
+		RateLimit:       atoi(get("SERVICE_RATE_LIMIT")),
+		ModelsRateLimit: atoi(get("SERVICE_MODELS_RATE_LIMIT")),
+		AuthRateLimit:   atoi(get("SERVICE_AUTH_RATE_LIMIT")),
+		WelcomeCredits:  atoi(get("SERVICE_WELCOME_CREDITS")),
+		DocsURL:         get("SERVICE_DOCS_URL"),
+		IdempotencyTTL:  duration(get("SERVICE_IDEMPOTENCY_TTL")),
+		RequestTimeout:  duration(get("GATEWAY_REQUEST_TIMEOUT")),
+		Dev:             get("GATEWAY_DEV") == "1",
 	}
-	if d, err := time.ParseDuration(c.Get("SERVICE_IDEMPOTENCY_TTL")); err == nil && d > 0 {
-		s.IdempotencyTTL = d
-	}
-	s.RequestTimeout = 60 * time.Second
-	if d, err := time.ParseDuration(c.Get("GATEWAY_REQUEST_TIMEOUT")); err == nil && d > 0 {
-		s.RequestTimeout = d
-	}
-	s.DefaultModel = c.Get("SERVICE_DEFAULT_MODEL")
 	if s.DefaultModel == "" {
 		s.DefaultModel = DefaultModelFor(s.UpstreamKind)
-	}
-	if ResponseMode(s.UpstreamKind) == "" {
-		s.UpstreamKind = ""
 	}
 	return s
 }
@@ -105,17 +110,13 @@ func DefaultModelFor(kind string) string {
 	return "model-latest"
 }
 
-func or(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
+// atoi and duration parse values the host has checked.
+func atoi(v string) int {
+	n, _ := strconv.Atoi(v)
+	return n
 }
 
-func atoi(v string, def int) int {
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return def
-	}
-	return n
+func duration(v string) time.Duration {
+	d, _ := time.ParseDuration(v)
+	return d
 }

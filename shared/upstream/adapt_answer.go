@@ -4,11 +4,10 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/valyala/fastjson"
-
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/policy"
+	"github.com/valyala/fastjson"
 )
 
 // nativeBody writes the native success body (spec §2.3, §2.4) of a
@@ -201,7 +200,7 @@ func argmax(p []float64) int {
 // here is reported by the platform.
 func convertedSuccess(c *Call, body []byte, model string, in, out int64, upstream abi.Headers) Outcome {
 	if verr := c.Validator.ValidateAnswer(c.Request, body); verr != nil {
-		return platformFailure(verr.Status, verr.Code, verr.Message, upstream)
+		return platformFailure(verr.Code, verr.Message, upstream)
 	}
 	h := abi.Headers{{Name: policy.HContentType, Value: policy.JSONType}}
 	h = append(h, policy.ForwardUpstream(upstream, false)...)

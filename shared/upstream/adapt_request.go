@@ -1,21 +1,17 @@
 package upstream
 
 import (
-	"github.com/valyala/fastjson"
-
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/validate"
+
+	"github.com/valyala/fastjson"
 )
 
 // The edge and router kinds convert a request instead of forwarding its
 // text, so they need to look into the parts the validator only summarises:
 // the state, and each question's instructions, criteria and extension
 // members. This file is that view, shared by both converting adapters.
-
-// CodeUnsupportedExtension rejects a top-level extension member on the
-// edge-runtime and router paths (spec §2.1): those protocols have no place
-// to carry it, and dropping it silently would change what was asked.
-const CodeUnsupportedExtension = "unsupported_extension_field"
 
 // checkNoExtensions is the Check of the converting adapters. It runs before
 // the reservation, so a rejected body costs nothing.
@@ -36,8 +32,7 @@ func checkNoExtensions(c *Call, path string) *validate.Error {
 		name = "(extension)"
 	}
 	return &validate.Error{
-		Status:  400,
-		Code:    CodeUnsupportedExtension,
+		Code:    contract.UnsupportedExtensionField,
 		Message: "top-level field " + name + " is not supported on the " + path + " path; only model, state and questions are",
 	}
 }

@@ -3,13 +3,13 @@ package upstream
 import (
 	"strings"
 
-	"github.com/valyala/fastjson"
-
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/validate"
+	"github.com/valyala/fastjson"
 )
 
 func init() {
@@ -19,10 +19,6 @@ func init() {
 // EdgeModel is the edge runtime's one catalogued model and the default of
 // the edge kind (spec §4.2, §9.5).
 const EdgeModel = "vendor/model"
-
-// codeInvalidAnswer is validate's code for an answer that breaks the
-// contract; a binding output that cannot be mapped is one too.
-const codeInvalidAnswer = "invalid_upstream_answer"
 
 // EdgeModelFor maps a request's effective model to the name the binding is
 // called with (spec §9.5): names in the binding's own namespace (vendor/…,
@@ -65,15 +61,11 @@ func (e *edge) Check(c *Call) *validate.Error {
 		return verr
 	}
 	if !forwardableModel(EdgeModelFor(c.Model)) {
-		return &validate.Error{Status: 400, Code: CodeUnsupportedModel,
+		return &validate.Error{Code: contract.UnsupportedModel,
 			Message: "model " + quoteName(c.Model) + ": a vendor/ name may only hold letters, digits, '.', '-' and '_' in '/'-separated parts"}
 	}
 	return nil
 }
-
-// CodeUnsupportedModel refuses an edge model name the binding could never
-// be called with.
-const CodeUnsupportedModel = "unsupported_model"
 
 // forwardableModel: "vendor/" and then '/'-separated parts of letters,
 // digits, '.', '-' and '_', none of them "." or "..".
@@ -94,7 +86,7 @@ func forwardableModel(m string) bool {
 
 func (e *edge) Prepare(c *Call) (abi.Await, *Outcome) {
 	if !e.d.parse(c.Body, c.Request) {
-		o := platformFailure(500, policy.CodeInternal, "the request could not be converted", nil)
+		o := platformFailure(contract.InternalError, "the request could not be converted", nil)
 		return abi.Await{}, &o
 	}
 	return abi.Await{AI: &abi.AIRequest{Model: EdgeModelFor(c.Model), Input: e.input()}}, nil
@@ -103,17 +95,17 @@ func (e *edge) Prepare(c *Call) (abi.Await, *Outcome) {
 func (e *edge) Answer(c *Call, r *abi.Resume) Outcome {
 	// Parsed again: this may be another instance than Prepare's.
 	if !e.d.parse(c.Body, c.Request) {
-		return platformFailure(500, policy.CodeInternal, "the request could not be converted", nil)
+		return platformFailure(contract.InternalError, "the request could not be converted", nil)
 	}
 	if r.AI == nil {
-		return platformFailure(502, CodeUpstreamUnavailable, "the model binding's answer could not be decoded", nil)
+		return platformFailure(contract.UpstreamUnavailable, "the model binding's answer could not be decoded", nil)
 	}
 	res := r.AI
 	switch res.ErrKind {
 	case "":
 		return e.answer(c, EdgeModelFor(c.Model), res)
 	case abi.FetchErrDenied: // both hosts: no binding on this deployment
-		return platformFailure(503, CodeNotConfigured, "no model binding is configured", nil)
+		return platformFailure(contract.UpstreamNotConfigured, "no model binding is configured", nil)
 	}
 	return fetchFailure(&abi.FetchResponse{ErrKind: res.ErrKind})
 }
@@ -193,29 +185,29 @@ func (e *edge) answer(c *Call, model string, res *abi.AIResponse) Outcome {
 		h := abi.Headers{
 			{Name: policy.HContentType, Value: policy.JSONType},
 			{Name: policy.HErrorSource, Value: policy.SourceUpstream},
-			{Name: policy.HErrorCode, Value: code},
+			{Name: policy.HErrorCode, Value: string(code)},
 		}
 		return Outcome{Status: res.Status, Headers: h, Body: res.Output, Code: code, Source: policy.SourceUpstream, InputTokens: -1, OutputTokens: -1}
 	case res.Status == 429 || res.Status == 503:
-		return platformFailure(res.Status, CodeProviderBusy, "the model binding is busy; retry later", nil)
+		return platformFailureAs(res.Status, contract.ProviderBusy, "the model binding is busy; retry later", nil)
 	default:
-		return platformFailure(502, CodeUpstreamInvalid, "the model binding answered with an unusable response", nil)
+		return platformFailure(contract.UpstreamInvalidResponse, "the model binding answered with an unusable response", nil)
 	}
 
 	envelope, err := e.env.ParseBytes(res.Output)
 	if !isJSON || err != nil || envelope.Type() != fastjson.TypeObject {
-		return platformFailure(502, CodeUpstreamInvalid, "the model binding answered with something other than its JSON envelope", nil)
+		return platformFailure(contract.UpstreamInvalidResponse, "the model binding answered with something other than its JSON envelope", nil)
 	}
 	if s := envelope.Get("success"); s != nil && s.Type() != fastjson.TypeTrue {
-		return platformFailure(502, CodeUpstreamError, "the model binding reported a failure", nil)
+		return platformFailure(contract.UpstreamError, "the model binding reported a failure", nil)
 	}
 	result := envelope.Get("result")
 	if result == nil || result.Type() != fastjson.TypeObject {
-		return platformFailure(502, CodeUpstreamInvalid, "the model binding's envelope has no result object", nil)
+		return platformFailure(contract.UpstreamInvalidResponse, "the model binding's envelope has no result object", nil)
 	}
 	body, resolved, in, out, where := e.mapResult(result, model)
 	if where != "" {
-		return platformFailure(502, codeInvalidAnswer, "the model binding's output does not follow schema/binding.md at "+where, nil)
+		return platformFailure(contract.InvalidUpstreamAnswer, "the model binding's output does not follow schema/binding.md at "+where, nil)
 	}
 	return convertedSuccess(c, body, resolved, in, out, nil)
 }

@@ -75,7 +75,7 @@ func TestEdgeRejectsTopLevelExtensionFields(t *testing.T) {
 	a := adapterFor(t, "edge", platform.MapConfig{})
 	c := newCall(t, "edge", `{"state":"s","x-trace":{"id":1},"questions":{"q":{"type":"noul"}}}`)
 	verr := a.Check(c)
-	if verr == nil || verr.Status != 400 || verr.Code != "unsupported_extension_field" || !strings.Contains(verr.Message, `"x-trace"`) {
+	if verr == nil || verr.Status() != 400 || verr.Code != "unsupported_extension_field" || !strings.Contains(verr.Message, `"x-trace"`) {
 		t.Fatalf("Check = %+v", verr)
 	}
 	// Extensions on a question or a noul criteria object are not top-level.
@@ -178,7 +178,7 @@ func TestEdgeErrorsKeepStatusAndBody(t *testing.T) {
 	}
 	for _, tc := range cases {
 		o, _ := runEdge(t, threeQuestions, func(*abi.AIRequest) (abi.AIResponse, error) { return tc.res, nil })
-		if o.OK || o.Status != tc.status || o.Code != tc.code || o.Source != tc.src ||
+		if o.OK || o.Status != tc.status || string(o.Code) != tc.code || o.Source != tc.src ||
 			o.Headers.Get("x-service-error-code") != tc.code || o.Headers.Get("x-service-error-source") != tc.src {
 			t.Errorf("%s: outcome %d %s %s %v", tc.name, o.Status, o.Code, o.Source, o.Headers)
 		}
@@ -237,7 +237,7 @@ func TestEdgeRefusesModelNamesThatAreNotPathSafe(t *testing.T) {
 		"model-../x":              true, // not forwarded: maps to vendor/model
 	} {
 		verr := a.Check(newCall(t, "edge", `{"model":"`+model+`","state":null,"questions":{"q":{"type":"noul"}}}`))
-		if (verr == nil) != ok || verr != nil && (verr.Status != 400 || verr.Code != "unsupported_model") {
+		if (verr == nil) != ok || verr != nil && (verr.Status() != 400 || verr.Code != "unsupported_model") {
 			t.Errorf("%q: Check = %+v", model, verr)
 		}
 	}

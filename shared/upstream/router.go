@@ -3,13 +3,13 @@ package upstream
 import (
 	"time"
 
-	"github.com/valyala/fastjson"
-
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/validate"
+	"github.com/valyala/fastjson"
 )
 
 func init() {
@@ -61,7 +61,7 @@ func (r *router) Check(c *Call) *validate.Error { return checkNoExtensions(c, "r
 
 func (r *router) Prepare(c *Call) (abi.Await, *Outcome) {
 	if !r.d.parse(c.Body, c.Request) {
-		o := platformFailure(500, policy.CodeInternal, "the request could not be converted", nil)
+		o := platformFailure(contract.InternalError, "the request could not be converted", nil)
 		return abi.Await{}, &o
 	}
 	return abi.Await{Fetch: jsonPost(r.base+"/chat/completions", r.request(c.Model), r.timeoutMS)}, nil
@@ -71,7 +71,7 @@ func (r *router) Answer(c *Call, res *abi.Resume) Outcome {
 	// The answer is read against the questions: parse them again, as this
 	// may be another instance than the one that prepared the call.
 	if !r.d.parse(c.Body, c.Request) {
-		return platformFailure(500, policy.CodeInternal, "the request could not be converted", nil)
+		return platformFailure(contract.InternalError, "the request could not be converted", nil)
 	}
 	f, failed := fetched(res)
 	if failed != nil {
@@ -250,44 +250,44 @@ func (r *router) answer(c *Call, res *abi.FetchResponse) Outcome {
 		code := upstreamErrorCode(res.Status)
 		h := policy.ForwardUpstream(res.Headers, true)
 		h.Set(policy.HErrorSource, policy.SourceUpstream)
-		h.Set(policy.HErrorCode, code)
+		h.Set(policy.HErrorCode, string(code))
 		return Outcome{Status: res.Status, Headers: h, Body: res.Body, Code: code, Source: policy.SourceUpstream, InputTokens: -1, OutputTokens: -1}
 	case res.Status == 429 || res.Status == 503:
-		return platformFailure(res.Status, CodeProviderBusy, "the router is busy; retry after the delay it gave", res.Headers)
+		return platformFailureAs(res.Status, contract.ProviderBusy, "the router is busy; retry after the delay it gave", res.Headers)
 	case res.Status >= 200 && res.Status < 300:
-		return platformFailure(502, CodeUpstreamInvalid, "the router answered with something other than JSON", res.Headers)
+		return platformFailure(contract.UpstreamInvalidResponse, "the router answered with something other than JSON", res.Headers)
 	default:
-		return platformFailure(502, CodeUpstreamInvalid, "the router answered with an unusable response", res.Headers)
+		return platformFailure(contract.UpstreamInvalidResponse, "the router answered with an unusable response", res.Headers)
 	}
 
 	reply, err := r.reply.ParseBytes(res.Body)
 	if err != nil {
-		return platformFailure(502, CodeUpstreamInvalid, "the router's reply is not JSON", res.Headers)
+		return platformFailure(contract.UpstreamInvalidResponse, "the router's reply is not JSON", res.Headers)
 	}
 	choices := reply.GetArray("choices")
 	if len(choices) == 0 {
 		if reply.Get("error") != nil {
 			// Some routers report a provider failure inside a 200.
-			return platformFailure(502, CodeUpstreamError, "the router reported an error", res.Headers)
+			return platformFailure(contract.UpstreamError, "the router reported an error", res.Headers)
 		}
-		return platformFailure(502, CodeUpstreamInvalid, "the router's reply has no choices", res.Headers)
+		return platformFailure(contract.UpstreamInvalidResponse, "the router's reply has no choices", res.Headers)
 	}
 	choice := choices[0]
 	msg := choice.Get("message")
 	if len(msg.GetStringBytes("refusal")) > 0 {
-		return platformFailure(502, codeInvalidAnswer, "the router's model refused to answer", res.Headers)
+		return platformFailure(contract.InvalidUpstreamAnswer, "the router's model refused to answer", res.Headers)
 	}
 	if string(choice.GetStringBytes("finish_reason")) == "length" {
-		return platformFailure(502, codeInvalidAnswer, "the router's answer was cut off at its length limit", res.Headers)
+		return platformFailure(contract.InvalidUpstreamAnswer, "the router's answer was cut off at its length limit", res.Headers)
 	}
 	content := msg.GetStringBytes("content")
 	parsed, err := r.cp.ParseBytes(content)
 	if err != nil {
-		return platformFailure(502, codeInvalidAnswer, "the router's answer is not the requested JSON", res.Headers)
+		return platformFailure(contract.InvalidUpstreamAnswer, "the router's answer is not the requested JSON", res.Headers)
 	}
 	answers := parsed.Get("answers")
 	if answers == nil || answers.Type() != fastjson.TypeObject {
-		return platformFailure(502, codeInvalidAnswer, "the router's answer has no answers object", res.Headers)
+		return platformFailure(contract.InvalidUpstreamAnswer, "the router's answer has no answers object", res.Headers)
 	}
 
 	model := c.Model
@@ -300,7 +300,7 @@ func (r *router) answer(c *Call, res *abi.FetchResponse) Outcome {
 	for i := range r.d.questions {
 		q := &r.d.questions[i]
 		if !r.mapAnswer(q, answers.Get(q.Name), r.lp.at[i]) {
-			return platformFailure(502, codeInvalidAnswer, "the router's answer to "+quoteName(q.Name)+" cannot be mapped", res.Headers)
+			return platformFailure(contract.InvalidUpstreamAnswer, "the router's answer to "+quoteName(q.Name)+" cannot be mapped", res.Headers)
 		}
 	}
 	in, out := int64(-1), int64(-1)
@@ -394,5 +394,5 @@ func (r *router) statedFrom(v *fastjson.Value, n int, names func(i int) string) 
 // Models: a router's model list is its own catalogue, not this contract's,
 // so listing is not offered (spec §4.2 rule 2).
 func (r *router) Models(*abi.Resume) (*abi.FetchRequest, abi.Response) {
-	return nil, policy.Error(501, CodeListingUnsupported, "the router upstream does not offer a model list; name the model directly")
+	return nil, policy.Error(contract.ModelListingNotSupported, "the router upstream does not offer a model list; name the model directly")
 }

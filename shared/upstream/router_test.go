@@ -280,7 +280,7 @@ func TestRouterErrorsAndHeadersMapped(t *testing.T) {
 		o, _ := runRouter(t, threeQuestions, func(*abi.FetchRequest) (abi.FetchResponse, error) {
 			return abi.FetchResponse{Status: tc.status, Headers: hh, Body: []byte(tc.body)}, nil
 		})
-		if o.OK || o.Status != tc.want || o.Code != tc.code || o.Source != tc.src || o.Headers.Get("x-service-error-source") != tc.src {
+		if o.OK || o.Status != tc.want || string(o.Code) != tc.code || o.Source != tc.src || o.Headers.Get("x-service-error-source") != tc.src {
 			t.Errorf("%s: %d %s %s %v", tc.name, o.Status, o.Code, o.Source, o.Headers)
 		}
 		if tc.keepsUpstream != (string(o.Body) == tc.body) {

@@ -7,13 +7,14 @@
 package upstream
 
 import (
-	"github.com/valyala/fastjson"
-
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/validate"
+
+	"github.com/valyala/fastjson"
 )
 
 // Call is one decision to make.
@@ -38,7 +39,8 @@ type Outcome struct {
 	OK bool
 	// Code classifies a failure (X-Service-Error-Code); Source says whether
 	// the body is the upstream's (upstream) or the platform's (platform).
-	Code, Source string
+	Code   contract.Code
+	Source string
 	// Model is the model the upstream resolved, when it said.
 	Model string
 	// InputTokens and OutputTokens are -1 when the upstream did not say.
@@ -109,8 +111,14 @@ func ListModels(env *platform.Env, a Adapter) abi.Response {
 // platformFailure builds an Outcome for a failure the platform reports in
 // its own words, keeping the upstream headers policy allows (Retry-After,
 // tracking ids).
-func platformFailure(status int, code, message string, upstream abi.Headers) Outcome {
-	resp := policy.Error(status, code, message)
+func platformFailure(code contract.Code, message string, upstream abi.Headers) Outcome {
+	return platformFailureAs(code.Status(), code, message, upstream)
+}
+
+// platformFailureAs is platformFailure with the upstream's status, for the
+// codes the contract marks Forwarded (provider_busy).
+func platformFailureAs(status int, code contract.Code, message string, upstream abi.Headers) Outcome {
+	resp := policy.ErrorAs(status, code, message)
 	resp.Headers = append(resp.Headers, policy.ForwardUpstream(upstream, false)...)
 	return Outcome{Status: status, Headers: resp.Headers, Body: resp.Body, Code: code, Source: policy.SourcePlatform, InputTokens: -1, OutputTokens: -1}
 }
@@ -120,15 +128,15 @@ func platformFailure(status int, code, message string, upstream abi.Headers) Out
 func fetchFailure(r *abi.FetchResponse) Outcome {
 	switch r.ErrKind {
 	case abi.FetchErrTimeout:
-		return platformFailure(504, CodeUpstreamTimeout, "the upstream did not answer in time", nil)
+		return platformFailure(contract.UpstreamTimeout, "the upstream did not answer in time", nil)
 	case abi.FetchErrTooLarge:
-		return platformFailure(502, CodeUpstreamTooLarge, "the upstream answer exceeded the size limit", nil)
+		return platformFailure(contract.UpstreamResponseTooLarge, "the upstream answer exceeded the size limit", nil)
 	case abi.FetchErrCredentialLeak:
 		// The answer echoed the operator's credential; the host dropped it
 		// whole (spec §4.8 credential-safety exception).
-		return platformFailure(502, CodeUpstreamUnsafe, "the upstream answer was withheld because it contained a deployment credential", nil)
+		return platformFailure(contract.UpstreamResponseUnsafe, "the upstream answer was withheld because it contained a deployment credential", nil)
 	}
-	return platformFailure(502, CodeUpstreamUnavailable, "the upstream could not be reached", nil)
+	return platformFailure(contract.UpstreamUnavailable, "the upstream could not be reached", nil)
 }
 
 // jsonPost is a POST of a JSON body to the upstream with the operator's
@@ -153,7 +161,7 @@ func jsonPost(url string, body []byte, timeoutMS uint32) *abi.FetchRequest {
 // the caller's to classify.
 func fetched(r *abi.Resume) (*abi.FetchResponse, *Outcome) {
 	if r.Fetch == nil {
-		o := platformFailure(502, CodeUpstreamUnavailable, "the upstream's answer could not be decoded", nil)
+		o := platformFailure(contract.UpstreamUnavailable, "the upstream's answer could not be decoded", nil)
 		return nil, &o
 	}
 	if r.Fetch.ErrKind != "" {
@@ -163,35 +171,22 @@ func fetched(r *abi.Resume) (*abi.FetchResponse, *Outcome) {
 	return r.Fetch, nil
 }
 
-// Failure codes of upstream calls (schema/errors.md).
-const (
-	CodeUpstreamTimeout     = "upstream_timeout"
-	CodeUpstreamUnavailable = "upstream_unavailable"
-	CodeUpstreamTooLarge    = "upstream_response_too_large"
-	CodeUpstreamUnsafe      = "upstream_response_unsafe"
-	CodeUpstreamInvalid     = "upstream_invalid_response"
-	CodeProviderBusy        = "provider_busy"
-	CodeUpstreamError       = "upstream_error"
-	CodeNotConfigured       = "upstream_not_configured"
-	CodeListingUnsupported  = "model_listing_not_supported"
-)
-
 // upstreamErrorCode classifies an upstream JSON error by status alone, never
 // by its text (spec §7 rule 1).
-func upstreamErrorCode(status int) string {
+func upstreamErrorCode(status int) contract.Code {
 	switch {
 	case status == 429 || status == 503 || status == 529:
-		return CodeProviderBusy
+		return contract.ProviderBusy
 	case status == 400 || status == 422:
-		return "upstream_rejected_request"
+		return contract.UpstreamRejectedRequest
 	case status == 401 || status == 403:
-		return "upstream_auth_failed"
+		return contract.UpstreamAuthFailed
 	case status == 404:
-		return "upstream_not_found"
+		return contract.UpstreamNotFound
 	case status == 408 || status == 504:
-		return CodeUpstreamTimeout
+		return contract.UpstreamTimeout
 	}
-	return CodeUpstreamError
+	return contract.UpstreamError
 }
 
 // answerMeta reads the resolved model and token counts of a valid answer.

@@ -3,13 +3,13 @@ package upstream
 import (
 	"time"
 
-	"github.com/valyala/fastjson"
-
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/canon"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/validate"
+	"github.com/valyala/fastjson"
 )
 
 func init() {
@@ -59,10 +59,10 @@ func (v *vendor) answer(c *Call, res *abi.FetchResponse) Outcome {
 	switch {
 	case res.Status >= 200 && res.Status < 300:
 		if !isJSON {
-			return platformFailure(502, CodeUpstreamInvalid, "the upstream answered with something other than JSON", res.Headers)
+			return platformFailure(contract.UpstreamInvalidResponse, "the upstream answered with something other than JSON", res.Headers)
 		}
 		if verr := c.Validator.ValidateAnswer(c.Request, res.Body); verr != nil {
-			return platformFailure(verr.Status, verr.Code, verr.Message, res.Headers)
+			return platformFailure(verr.Code, verr.Message, res.Headers)
 		}
 		model, in, out := answerMeta(res.Body)
 		return Outcome{
@@ -74,13 +74,13 @@ func (v *vendor) answer(c *Call, res *abi.FetchResponse) Outcome {
 		code := upstreamErrorCode(res.Status)
 		h := policy.ForwardUpstream(res.Headers, true)
 		h.Set(policy.HErrorSource, policy.SourceUpstream)
-		h.Set(policy.HErrorCode, code)
+		h.Set(policy.HErrorCode, string(code))
 		return Outcome{Status: res.Status, Headers: h, Body: res.Body, Code: code, Source: policy.SourceUpstream, InputTokens: -1, OutputTokens: -1}
 	case res.Status == 429 || res.Status == 503:
-		return platformFailure(res.Status, CodeProviderBusy, "the upstream provider is busy; retry after the delay it gave", res.Headers)
+		return platformFailureAs(res.Status, contract.ProviderBusy, "the upstream provider is busy; retry after the delay it gave", res.Headers)
 	}
 	// Redirects, informational codes and non-JSON errors are replaced.
-	return platformFailure(502, CodeUpstreamInvalid, "the upstream answered with an unusable response", res.Headers)
+	return platformFailure(contract.UpstreamInvalidResponse, "the upstream answered with an unusable response", res.Headers)
 }
 
 // Models returns the vendor's list unchanged in shape (spec §4.2 rule 2).
@@ -102,13 +102,13 @@ func (v *vendor) modelList(r *abi.Resume) abi.Response {
 		return abi.Response{Status: failed.Status, Headers: failed.Headers, Body: failed.Body}
 	}
 	if fastjson.ValidateBytes(res.Body) != nil {
-		o := platformFailure(502, CodeUpstreamInvalid, "the upstream model list is not JSON", res.Headers)
+		o := platformFailure(contract.UpstreamInvalidResponse, "the upstream model list is not JSON", res.Headers)
 		return abi.Response{Status: o.Status, Headers: o.Headers, Body: o.Body}
 	}
 	h := policy.ForwardUpstream(res.Headers, true)
 	if res.Status >= 400 {
 		h.Set(policy.HErrorSource, policy.SourceUpstream)
-		h.Set(policy.HErrorCode, upstreamErrorCode(res.Status))
+		h.Set(policy.HErrorCode, string(upstreamErrorCode(res.Status)))
 	}
 	return abi.Response{Status: res.Status, Headers: h, Body: res.Body}
 }

@@ -3,6 +3,7 @@ package validate
 import (
 	"math"
 
+	"decisiongateway/shared/contract"
 	"github.com/valyala/fastjson"
 )
 
@@ -27,23 +28,23 @@ const maxAnswerDepth = fastjson.MaxDepth - 1
 // an answer does not invalidate it.
 func (v *Validator) ValidateAnswer(req *Request, body []byte) *Error {
 	if se := v.s.scan(body, maxAnswerDepth); se.code != "" {
-		return v.fail(codeInvalidUpstream, nil, "the answer is not acceptable JSON: "+v.failScan(se).Message)
+		return v.fail(contract.InvalidUpstreamAnswer, nil, "the answer is not acceptable JSON: "+v.failScan(se).Message)
 	}
 	root, err := v.ap.ParseBytes(body)
 	if err != nil { // unreachable after the scan; fails closed if fastjson changes
-		return v.fail(codeInvalidUpstream, nil, "the answer is not valid JSON")
+		return v.fail(contract.InvalidUpstreamAnswer, nil, "the answer is not valid JSON")
 	}
 	o := root.GetObject()
 	if o == nil {
-		return v.fail(codeInvalidUpstream, nil, "the answer must be a JSON object")
+		return v.fail(contract.InvalidUpstreamAnswer, nil, "the answer must be a JSON object")
 	}
 	if _, ok := stringOf(o.Get("model")); !ok {
-		return v.fail(codeInvalidUpstream, seg1("model"), "must be a string")
+		return v.fail(contract.InvalidUpstreamAnswer, seg1("model"), "must be a string")
 	}
 	if u := o.Get("usage"); u != nil && u.Type() != fastjson.TypeNull {
 		uo := u.GetObject()
 		if uo == nil {
-			return v.fail(codeInvalidUpstream, seg1("usage"), "must be an object")
+			return v.fail(contract.InvalidUpstreamAnswer, seg1("usage"), "must be an object")
 		}
 		for _, k := range [...]string{"input_tokens", "output_tokens"} {
 			t := uo.Get(k)
@@ -51,13 +52,13 @@ func (v *Validator) ValidateAnswer(req *Request, body []byte) *Error {
 				continue // unknown, stays unknown in the ledger
 			}
 			if n, ok := number(t); !ok || n < 0 || n != math.Trunc(n) {
-				return v.fail(codeInvalidUpstream, append(seg1("usage"), pathSeg{key: k, idx: -1}), "must be a non-negative integer")
+				return v.fail(contract.InvalidUpstreamAnswer, append(seg1("usage"), pathSeg{key: k, idx: -1}), "must be a non-negative integer")
 			}
 		}
 	}
 	as := o.Get("answers").GetObject()
 	if as == nil || as.Len() != len(req.Questions) {
-		return v.fail(codeInvalidUpstream, seg1("answers"), "must be an object with exactly one entry per question")
+		return v.fail(contract.InvalidUpstreamAnswer, seg1("answers"), "must be an object with exactly one entry per question")
 	}
 	for i := range req.Questions {
 		if e := v.answer(&req.Questions[i], as.Get(req.Questions[i].Name)); e != nil {
@@ -80,19 +81,19 @@ func (v *Validator) answer(q *Question, a *fastjson.Value) *Error {
 	}
 	o := a.GetObject()
 	if o == nil {
-		return v.fail(codeInvalidUpstream, at(""), "missing answer object")
+		return v.fail(contract.InvalidUpstreamAnswer, at(""), "missing answer object")
 	}
 	if t, _ := stringOf(o.Get("type")); t != q.Type.String() {
-		return v.fail(codeInvalidUpstream, at("type"), `must be "`+q.Type.String()+`"`)
+		return v.fail(contract.InvalidUpstreamAnswer, at("type"), `must be "`+q.Type.String()+`"`)
 	}
 	if q.Type == Noul {
 		if n, ok := number(o.Get("noul")); !ok || n < 0 || n > 1 {
-			return v.fail(codeInvalidUpstream, at("noul"), "must be a number from 0 to 1")
+			return v.fail(contract.InvalidUpstreamAnswer, at("noul"), "must be a number from 0 to 1")
 		}
 		return nil
 	}
 	if _, ok := number(o.Get("confidence")); !ok {
-		return v.fail(codeInvalidUpstream, at("confidence"), "must be a number")
+		return v.fail(contract.InvalidUpstreamAnswer, at("confidence"), "must be a number")
 	}
 
 	ps := o.Get("probabilities").GetObject()
@@ -101,7 +102,7 @@ func (v *Validator) answer(q *Question, a *fastjson.Value) *Error {
 		want = q.Levels
 	}
 	if ps == nil || ps.Len() != want {
-		return v.fail(codeInvalidUpstream, at("probabilities"), "must be an object with one entry per "+q.Type.optionWord())
+		return v.fail(contract.InvalidUpstreamAnswer, at("probabilities"), "must be an object with one entry per "+q.Type.optionWord())
 	}
 	if q.Type == Choice {
 		v.t.set.fill(len(q.Options), func(i int) string { return q.Options[i] })
@@ -114,41 +115,41 @@ func (v *Validator) answer(q *Question, a *fastjson.Value) *Error {
 	for _, m := range v.t.members(ps) {
 		var idx int
 		if q.Type == Choice && !v.t.set.has(m.key) || q.Type == Score && !levelIndex(m.key, q.Levels, &idx) {
-			return v.fail(codeInvalidUpstream, at("probabilities"), "key "+quote(m.key)+" is not a "+q.Type.optionWord()+" of the question")
+			return v.fail(contract.InvalidUpstreamAnswer, at("probabilities"), "key "+quote(m.key)+" is not a "+q.Type.optionWord()+" of the question")
 		}
 		p, ok := number(m.val)
 		if !ok || p < 0 || p > 1 {
-			return v.fail(codeInvalidUpstream, append(at("probabilities"), pathSeg{key: m.key, idx: -1}), "must be a number from 0 to 1")
+			return v.fail(contract.InvalidUpstreamAnswer, append(at("probabilities"), pathSeg{key: m.key, idx: -1}), "must be a number from 0 to 1")
 		}
 		sum += p
 		weighted += float64(idx) * p
 	}
 	if math.Abs(sum-1) > tolerance {
-		return v.fail(codeInvalidUpstream, at("probabilities"), "must sum to 1")
+		return v.fail(contract.InvalidUpstreamAnswer, at("probabilities"), "must sum to 1")
 	}
 
 	if q.Type == Choice {
 		if c, ok := stringOf(o.Get("choice")); !ok || !v.t.set.has(c) {
-			return v.fail(codeInvalidUpstream, at("choice"), "must be one of the option names")
+			return v.fail(contract.InvalidUpstreamAnswer, at("choice"), "must be one of the option names")
 		}
 		return nil
 	}
 
 	s, ok := number(o.Get("score"))
 	if !ok || s < 0 || s > float64(q.Levels-1) || math.Abs(s-weighted) > tolerance {
-		return v.fail(codeInvalidUpstream, at("score"), "must be the probability-weighted level index")
+		return v.fail(contract.InvalidUpstreamAnswer, at("score"), "must be the probability-weighted level index")
 	}
 	lg := o.Get("legend").GetObject()
 	if lg == nil || lg.Len() != q.Levels {
-		return v.fail(codeInvalidUpstream, at("legend"), "must be an object with one entry per level")
+		return v.fail(contract.InvalidUpstreamAnswer, at("legend"), "must be an object with one entry per level")
 	}
 	for _, m := range v.t.members(lg) {
 		var idx int
 		if !levelIndex(m.key, q.Levels, &idx) {
-			return v.fail(codeInvalidUpstream, at("legend"), "key "+quote(m.key)+" is not a level of the question")
+			return v.fail(contract.InvalidUpstreamAnswer, at("legend"), "key "+quote(m.key)+" is not a level of the question")
 		}
 		if _, ok := stringOf(m.val); !ok {
-			return v.fail(codeInvalidUpstream, append(at("legend"), pathSeg{key: m.key, idx: -1}), "must be a string")
+			return v.fail(contract.InvalidUpstreamAnswer, append(at("legend"), pathSeg{key: m.key, idx: -1}), "must be a string")
 		}
 	}
 	return nil

@@ -35,8 +35,8 @@ func answerCheck(t *testing.T, answer string, path string) {
 		t.Fatalf("rejected: %s\n%s", e.Message, answer)
 	case path != "" && e == nil:
 		t.Fatalf("accepted, want a failure at %s\n%s", path, answer)
-	case path != "" && (e.Code != "invalid_upstream_answer" || e.Status != 502 || !strings.Contains(e.Message, path)):
-		t.Fatalf("got %d %s %q, want invalid_upstream_answer at %s", e.Status, e.Code, e.Message, path)
+	case path != "" && (e.Code != "invalid_upstream_answer" || e.Status() != 502 || !strings.Contains(e.Message, path)):
+		t.Fatalf("got %d %s %q, want invalid_upstream_answer at %s", e.Status(), e.Code, e.Message, path)
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"encoding/json/jsontext"
 	"strings"
 	"testing"
+
+	"decisiongateway/shared/contract"
 )
 
 func init() {
@@ -59,7 +61,7 @@ func FuzzValidJSONAgreesWithJsontext(f *testing.F) {
 	var v Validator
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e := v.s.scan(b, maxAnswerDepth)
-		if e.code == codeTooDeep || e.code == codeNumberRange {
+		if e.code == contract.JSONTooDeep || e.code == contract.NumberOutOfRange {
 			t.Skip("outside jsontext's verdict: " + e.code)
 		}
 		ours := e.code == ""
@@ -74,7 +76,7 @@ func TestSeedsAgreeWithJsontext(t *testing.T) {
 	var v Validator
 	for _, s := range fuzzSeeds {
 		e := v.s.scan([]byte(s), maxAnswerDepth)
-		if e.code == codeTooDeep || e.code == codeNumberRange {
+		if e.code == contract.JSONTooDeep || e.code == contract.NumberOutOfRange {
 			continue
 		}
 		if ours, theirs := e.code == "", jsontext.Value(s).IsValid(); ours != theirs {

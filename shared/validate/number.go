@@ -1,5 +1,7 @@
 package validate
 
+import "decisiongateway/shared/contract"
+
 // number checks the grammar of the number at start and that its value lies
 // inside the finite float64 range, and returns the offset after it.
 func (s *scanner) number(b []byte, start int) int {
@@ -16,7 +18,7 @@ func (s *scanner) number(b []byte, start int) int {
 			i++
 		}
 	default:
-		return s.fail(codeInvalidJSON, i, "invalid number")
+		return s.fail(contract.InvalidJSON, i, "invalid number")
 	}
 	intEnd, fracStart, fracEnd := i, i, i
 	if i < len(b) && b[i] == '.' {
@@ -26,7 +28,7 @@ func (s *scanner) number(b []byte, start int) int {
 			i++
 		}
 		if i == fracStart {
-			return s.fail(codeInvalidJSON, i, "invalid number: no digit after '.'")
+			return s.fail(contract.InvalidJSON, i, "invalid number: no digit after '.'")
 		}
 		fracEnd = i
 	}
@@ -42,14 +44,14 @@ func (s *scanner) number(b []byte, start int) int {
 			i++
 		}
 		if i == expStart {
-			return s.fail(codeInvalidJSON, i, "invalid number: no digit in exponent")
+			return s.fail(contract.InvalidJSON, i, "invalid number: no digit in exponent")
 		}
 		expEnd = i
 	}
 	// Without an exponent fewer than 309 integer digits are always finite.
 	if (expEnd > expStart || intEnd-intStart >= len(overflowDigits)) &&
 		!finite(b[intStart:intEnd], b[fracStart:fracEnd], b[expStart:expEnd], expNeg) {
-		return s.fail(codeNumberRange, start, "number outside the finite float64 range")
+		return s.fail(contract.NumberOutOfRange, start, "number outside the finite float64 range")
 	}
 	return i
 }

@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"slices"
 	"unsafe"
+
+	"decisiongateway/shared/contract"
 )
 
 // scanner is the strict pass over a whole JSON text, and the part of the
@@ -59,9 +61,9 @@ type rootMember struct {
 // scanError describes the first problem the scanner found. The zero value
 // means none.
 type scanError struct {
-	code string // codeInvalidJSON, codeTooDeep, codeNumberRange or codeDuplicateKey
-	off  int    // byte offset of the problem
-	what string // constant description, no allocation
+	code contract.Code // contract.InvalidJSON, contract.JSONTooDeep, contract.NumberOutOfRange or contract.DuplicateKey
+	off  int           // byte offset of the problem
+	what string        // constant description, no allocation
 }
 
 // maxScanDepth bounds the per-level arrays. It is above fastjson's own
@@ -104,12 +106,12 @@ func (s *scanner) scan(b []byte, maxDepth int) scanError {
 	for {
 		// A value starts at i.
 		if i >= len(b) {
-			return scanError{codeInvalidJSON, i, "unexpected end of input"}
+			return scanError{contract.InvalidJSON, i, "unexpected end of input"}
 		}
 		switch c := b[i]; {
 		case c == '{' || c == '[':
 			if depth == maxDepth {
-				return scanError{codeTooDeep, i, "nesting deeper than the limit"}
+				return scanError{contract.JSONTooDeep, i, "nesting deeper than the limit"}
 			}
 			if depth > 0 && s.isObj[depth-1] {
 				// The member this container is the value of: kept for
@@ -145,21 +147,21 @@ func (s *scanner) scan(b []byte, maxDepth int) scanError {
 			}
 		case c == 't':
 			if !hasLiteral(b, i, "true") {
-				return scanError{codeInvalidJSON, i, "invalid literal"}
+				return scanError{contract.InvalidJSON, i, "invalid literal"}
 			}
 			i += 4
 		case c == 'f':
 			if !hasLiteral(b, i, "false") {
-				return scanError{codeInvalidJSON, i, "invalid literal"}
+				return scanError{contract.InvalidJSON, i, "invalid literal"}
 			}
 			i += 5
 		case c == 'n':
 			if !hasLiteral(b, i, "null") {
-				return scanError{codeInvalidJSON, i, "invalid literal"}
+				return scanError{contract.InvalidJSON, i, "invalid literal"}
 			}
 			i += 4
 		default:
-			return scanError{codeInvalidJSON, i, "unexpected character where a value should start"}
+			return scanError{contract.InvalidJSON, i, "unexpected character where a value should start"}
 		}
 
 		// A value ended just before i: close containers or move on to the
@@ -171,12 +173,12 @@ func (s *scanner) scan(b []byte, maxDepth int) scanError {
 			i = skipSpace(b, i)
 			if depth == 0 {
 				if i != len(b) {
-					return scanError{codeInvalidJSON, i, "unexpected data after the JSON value"}
+					return scanError{contract.InvalidJSON, i, "unexpected data after the JSON value"}
 				}
 				return scanError{}
 			}
 			if i >= len(b) {
-				return scanError{codeInvalidJSON, i, "unexpected end of input"}
+				return scanError{contract.InvalidJSON, i, "unexpected end of input"}
 			}
 			obj := s.isObj[depth-1]
 			switch {
@@ -191,7 +193,7 @@ func (s *scanner) scan(b []byte, maxDepth int) scanError {
 				}
 			case b[i] == '}' && obj:
 				if !s.distinct(depth - 1) {
-					return scanError{codeDuplicateKey, i, "duplicate object key"}
+					return scanError{contract.DuplicateKey, i, "duplicate object key"}
 				}
 				depth--
 				i++
@@ -201,7 +203,7 @@ func (s *scanner) scan(b []byte, maxDepth int) scanError {
 				i++
 				continue
 			default:
-				return scanError{codeInvalidJSON, i, "expected ',' or the end of the container"}
+				return scanError{contract.InvalidJSON, i, "expected ',' or the end of the container"}
 			}
 			break
 		}
@@ -209,7 +211,7 @@ func (s *scanner) scan(b []byte, maxDepth int) scanError {
 }
 
 // fail records the first problem and returns -1 for the caller to pass up.
-func (s *scanner) fail(code string, off int, what string) int {
+func (s *scanner) fail(code contract.Code, off int, what string) int {
 	s.err = scanError{code, off, what}
 	return -1
 }
@@ -218,7 +220,7 @@ func (s *scanner) fail(code string, off int, what string) int {
 // decoded key, and returns the offset of the member's value.
 func (s *scanner) key(b []byte, i, depth int) int {
 	if i >= len(b) || b[i] != '"' {
-		return s.fail(codeInvalidJSON, i, "expected a string object key")
+		return s.fail(contract.InvalidJSON, i, "expected a string object key")
 	}
 	end, escaped := shortString(b, i+1), false
 	if end < 0 {
@@ -246,7 +248,7 @@ func (s *scanner) key(b []byte, i, depth int) int {
 	s.seen[depth-1] |= bit
 	i = skipSpace(b, end)
 	if i >= len(b) || b[i] != ':' {
-		return s.fail(codeInvalidJSON, i, "expected ':' after an object key")
+		return s.fail(contract.InvalidJSON, i, "expected ':' after an object key")
 	}
 	i = skipSpace(b, i+1)
 	if depth == 1 {
@@ -358,7 +360,7 @@ func (s *scanner) str(b []byte, i int) (int, bool) {
 			break
 		}
 		if i >= len(b) {
-			return s.fail(codeInvalidJSON, i, "unterminated string"), false
+			return s.fail(contract.InvalidJSON, i, "unterminated string"), false
 		}
 		switch c := b[i]; {
 		case c == '"':
@@ -366,16 +368,16 @@ func (s *scanner) str(b []byte, i int) (int, bool) {
 		case c == '\\':
 			n, ok := scanEscape(b, i)
 			if !ok {
-				return s.fail(codeInvalidJSON, i, "invalid escape sequence in string"), false
+				return s.fail(contract.InvalidJSON, i, "invalid escape sequence in string"), false
 			}
 			escaped = true
 			i += n
 		case c < 0x20:
-			return s.fail(codeInvalidJSON, i, "control character in string"), false
+			return s.fail(contract.InvalidJSON, i, "control character in string"), false
 		default:
 			n := utf8Len(b[i:])
 			if n == 0 {
-				return s.fail(codeInvalidJSON, i, "invalid UTF-8 in string"), false
+				return s.fail(contract.InvalidJSON, i, "invalid UTF-8 in string"), false
 			}
 			i += n
 		}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"decisiongateway/shared/contract"
 )
 
 // TestNumberRangeAgreesWithParseFloat checks the digit-only range test
@@ -51,7 +53,7 @@ func TestNumberRangeAgreesWithParseFloat(t *testing.T) {
 		end := sc.number([]byte(s), 0)
 		se := sc.err
 		got := se.code == ""
-		if se.code != "" && se.code != codeNumberRange {
+		if se.code != "" && se.code != contract.NumberOutOfRange {
 			t.Fatalf("%s: %+v", s, se)
 		}
 		if got && end != len(s) {

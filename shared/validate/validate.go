@@ -23,10 +23,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/valyala/fastjson"
-
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/policy"
+	"github.com/valyala/fastjson"
 )
 
 // QuestionType is the wire type of a question.
@@ -97,14 +97,14 @@ type Validator struct {
 // gets the same code.
 func (v *Validator) Validate(body []byte) (*Request, *Error) {
 	if len(body) > policy.MaxBodyBytes {
-		return nil, v.fail(codeBodyTooLarge, nil, "the body is larger than 65536 bytes")
+		return nil, v.fail(contract.BodyTooLarge, nil, "the body is larger than 65536 bytes")
 	}
 	if se := v.s.scan(body, policy.MaxDepth); se.code != "" {
 		return nil, v.failScan(se)
 	}
 	open := skipSpace(body, 0)
 	if body[open] != '{' {
-		return nil, v.fail(codeBodyNotObject, nil, "the body must be a JSON object")
+		return nil, v.fail(contract.BodyNotObject, nil, "the body must be a JSON object")
 	}
 	r := &v.req
 	*r = Request{Questions: r.Questions[:0], InsertAt: open + 1}
@@ -131,32 +131,32 @@ func (v *Validator) Validate(body []byte) (*Request, *Error) {
 			r.Model, r.HasModel = str(v.str), true
 		}
 		if !r.HasModel || !validModel(r.Model) {
-			return nil, v.fail(codeInvalidModel, []pathSeg{{key: "model", idx: -1}},
+			return nil, v.fail(contract.InvalidModel, []pathSeg{{key: "model", idx: -1}},
 				"model must be a non-blank string of 1 to 128 characters without control characters")
 		}
 	}
 
 	switch {
 	case state == nil:
-		return nil, v.fail(codeMissingState, []pathSeg{{key: "state", idx: -1}}, "state is required (it may be null)")
+		return nil, v.fail(contract.MissingState, []pathSeg{{key: "state", idx: -1}}, "state is required (it may be null)")
 	case state[0] != '"' && state[0] != '{' && state[0] != '[' && state[0] != 'n':
-		return nil, v.fail(codeInvalidState, []pathSeg{{key: "state", idx: -1}}, "state must be a string, object, array or null")
+		return nil, v.fail(contract.InvalidState, []pathSeg{{key: "state", idx: -1}}, "state must be a string, object, array or null")
 	}
 
 	var qs *fastjson.Object
 	if questions != nil && questions[0] == '{' {
 		root, err := v.p.ParseBytes(questions)
 		if err != nil { // unreachable after the scan; fails closed if fastjson changes
-			return nil, v.fail(codeInvalidJSON, nil, "the body is not valid JSON")
+			return nil, v.fail(contract.InvalidJSON, nil, "the body is not valid JSON")
 		}
 		qs = root.GetObject()
 	}
 	if qs == nil || qs.Len() < policy.MinQuestions {
-		return nil, v.fail(codeInvalidQuestions, []pathSeg{{key: "questions", idx: -1}},
+		return nil, v.fail(contract.InvalidQuestions, []pathSeg{{key: "questions", idx: -1}},
 			"questions must be an object with 1 to 32 entries")
 	}
 	if qs.Len() > policy.MaxQuestions {
-		return nil, v.fail(codeTooManyQuestions, []pathSeg{{key: "questions", idx: -1}},
+		return nil, v.fail(contract.TooManyQuestions, []pathSeg{{key: "questions", idx: -1}},
 			"questions has more than 32 entries")
 	}
 	v.t.entries = v.t.entries[:0]
@@ -174,11 +174,11 @@ func (v *Validator) question(name string, q *fastjson.Value) *Error {
 		return []pathSeg{{key: "questions", idx: -1}, {key: name, idx: -1}, {key: k, idx: -1}}
 	}
 	if !validName(name) {
-		return v.fail(codeInvalidName, at("")[:2], "a question name must contain a non-whitespace character and have at most 128 characters")
+		return v.fail(contract.InvalidQuestionName, at("")[:2], "a question name must contain a non-whitespace character and have at most 128 characters")
 	}
 	o := q.GetObject()
 	if o == nil {
-		return v.fail(codeInvalidQuestion, at("")[:2], "a question must be an object")
+		return v.fail(contract.InvalidQuestion, at("")[:2], "a question must be an object")
 	}
 	typ, _ := stringOf(o.Get("type"))
 	out := Question{Name: name}
@@ -190,10 +190,10 @@ func (v *Validator) question(name string, q *fastjson.Value) *Error {
 	case "noul":
 		out.Type = Noul
 	default:
-		return v.fail(codeInvalidType, at("type"), `type must be one of "choice", "score", "noul"`)
+		return v.fail(contract.InvalidQuestionType, at("type"), `type must be one of "choice", "score", "noul"`)
 	}
 	if in := o.Get("instructions"); in != nil && !structured(in) {
-		return v.fail(codeInvalidInstr, at("instructions"), "instructions must be a string, object, array or null")
+		return v.fail(contract.InvalidInstructions, at("instructions"), "instructions must be a string, object, array or null")
 	}
 
 	c := o.Get("criteria")
@@ -201,16 +201,16 @@ func (v *Validator) question(name string, q *fastjson.Value) *Error {
 	case Choice:
 		co := c.GetObject()
 		if co == nil || co.Len() < policy.MinChoiceOptions {
-			return v.fail(codeInvalidCriteria, at("criteria"), "choice criteria must be an object with 1 to 255 options")
+			return v.fail(contract.InvalidCriteria, at("criteria"), "choice criteria must be an object with 1 to 255 options")
 		}
 		if co.Len() > policy.MaxChoiceOptions {
-			return v.fail(codeTooManyOptions, at("criteria"), "choice criteria has more than 255 options")
+			return v.fail(contract.TooManyOptions, at("criteria"), "choice criteria has more than 255 options")
 		}
 		start := len(v.opt)
 		base := len(v.t.entries)
 		for _, m := range v.t.members(co) {
 			if !validName(m.key) {
-				return v.fail(codeInvalidOption, append(at("criteria"), pathSeg{key: m.key, idx: -1}),
+				return v.fail(contract.InvalidOptionName, append(at("criteria"), pathSeg{key: m.key, idx: -1}),
 					"an option name must contain a non-whitespace character and have at most 128 characters")
 			}
 			v.opt = append(v.opt, m.key)
@@ -219,17 +219,17 @@ func (v *Validator) question(name string, q *fastjson.Value) *Error {
 		out.Options = v.opt[start:len(v.opt):len(v.opt)]
 	case Score:
 		if c == nil || c.Type() != fastjson.TypeArray || len(c.GetArray()) < policy.MinScoreLevels {
-			return v.fail(codeInvalidCriteria, at("criteria"), "score criteria must be an array of 2 to 10 level descriptions")
+			return v.fail(contract.InvalidCriteria, at("criteria"), "score criteria must be an array of 2 to 10 level descriptions")
 		}
 		out.Levels = len(c.GetArray())
 		if out.Levels > policy.MaxScoreLevels {
-			return v.fail(codeTooManyLevels, at("criteria"), "score criteria has more than 10 levels")
+			return v.fail(contract.TooManyLevels, at("criteria"), "score criteria has more than 10 levels")
 		}
 	case Noul:
 		// Omitted, null, or an object whose optional true and false members
 		// are descriptions; descriptions may be any JSON (spec §2.2).
 		if c != nil && c.Type() != fastjson.TypeNull && c.Type() != fastjson.TypeObject {
-			return v.fail(codeInvalidCriteria, at("criteria"), "noul criteria must be an object or null")
+			return v.fail(contract.InvalidCriteria, at("criteria"), "noul criteria must be an object or null")
 		}
 	}
 	v.req.Questions = append(v.req.Questions, out)
@@ -285,17 +285,17 @@ func blank(s string) bool {
 
 // fail fills the Validator's error. The message is only built here, on the
 // failure path, so success never allocates.
-func (v *Validator) fail(code string, path []pathSeg, msg string) *Error {
+func (v *Validator) fail(code contract.Code, path []pathSeg, msg string) *Error {
 	if len(path) > 0 {
 		msg = renderPath(path) + ": " + msg
 	}
-	v.err = Error{Status: statusOf(code), Code: code, Message: msg}
+	v.err = Error{Code: code, Message: msg}
 	return &v.err
 }
 
 // failScan turns a scanner error into the Validator's error.
 func (v *Validator) failScan(se scanError) *Error {
-	if se.code == codeDuplicateKey {
+	if se.code == contract.DuplicateKey {
 		return v.fail(se.code, v.s.dupPath(), "duplicate object key "+quote(v.s.dup))
 	}
 	return v.fail(se.code, nil, se.what+" at byte "+strconv.Itoa(se.off))

@@ -17,18 +17,18 @@ func expect(t *testing.T, body string, code string) *Request {
 	req, err := v.Validate([]byte(body))
 	switch {
 	case code == "" && err != nil:
-		t.Fatalf("unexpected rejection %s (%d): %s\nbody: %.200s", err.Code, err.Status, err.Message, body)
+		t.Fatalf("unexpected rejection %s (%d): %s\nbody: %.200s", err.Code, err.Status(), err.Message, body)
 	case code != "" && err == nil:
 		t.Fatalf("accepted, want %s\nbody: %.200s", code, body)
-	case code != "" && err.Code != code:
+	case code != "" && string(err.Code) != code:
 		t.Fatalf("code %s (%s), want %s\nbody: %.200s", err.Code, err.Message, code, body)
 	case code != "":
 		want := 400
 		if code == "body_too_large" {
 			want = 413
 		}
-		if err.Status != want {
-			t.Fatalf("status %d for %s, want %d", err.Status, code, want)
+		if err.Status() != want {
+			t.Fatalf("status %d for %s, want %d", err.Status(), code, want)
 		}
 		if req != nil {
 			t.Fatalf("rejected body returned a request")

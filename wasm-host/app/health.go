@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"decisiongateway/schema"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/policy"
 	"decisiongateway/wasm-host/ledger"
 	"decisiongateway/wasm-host/routes"
@@ -124,7 +125,7 @@ func (a *App) probes(next http.Handler) http.Handler {
 		h.Set("X-Request-Id", server.NewRequestID())
 		h.Set("Content-Type", "application/json; charset=utf-8")
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			resp := policy.Error(http.StatusMethodNotAllowed, policy.CodeMethodNotAllowed, "this path does not accept "+r.Method)
+			resp := policy.Error(contract.MethodNotAllowed, "this path does not accept "+r.Method)
 			for _, f := range resp.Headers {
 				h.Set(f.Name, f.Value)
 			}

@@ -4,10 +4,9 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/valyala/fastjson"
-
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/validate"
+	"github.com/valyala/fastjson"
 )
 
 // vendorService answers POST /vendor/v1/service in the decision API's own
@@ -20,7 +19,7 @@ func (h *handler) vendorService(w http.ResponseWriter, r *http.Request) {
 	var v validate.Validator
 	req, verr := v.Validate(body)
 	if verr != nil {
-		writeJSON(w, verr.Status, errorBody("invalid_request_error", verr.Code+": "+verr.Message))
+		writeJSON(w, verr.Status(), errorBody("invalid_request_error", verr.Error()))
 		return
 	}
 	model := "model-latest"

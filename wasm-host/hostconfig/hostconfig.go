@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"decisiongateway/shared/contract"
 )
 
 // Config is read once at start and never changes while serving.
@@ -31,13 +33,6 @@ type Config struct {
 	RequestTimeout time.Duration
 	FunctionsDir   string
 	Dev            bool
-	// CacheDir is wazero's compilation cache (GATEWAY_CACHE_DIR, by default
-	// DataDir/wazero-cache).
-	CacheDir string
-	// Modules is which build of the functions the host runs: "abi" (the
-	// host ABI, TinyGo) or "socket" (self-sufficient modules with sockets,
-	// schema/socket.md).
-	Modules string
 
 	// Origin is SERVICE_ORIGIN, checked to be an origin a browser sends.
 	Origin string
@@ -54,139 +49,84 @@ type Config struct {
 	// MetricsAddr (GATEWAY_METRICS_ADDR), when set, is a listener of its
 	// own that serves the metrics to any client (README, "Observability").
 	MetricsAddr string
+	// CacheDir is wazero's compilation cache (GATEWAY_CACHE_DIR, by default
+	// DataDir/wazero-cache).
+	CacheDir string
+	// Modules is which build of the functions the host runs: "abi" (the
+	// host ABI, TinyGo) or "socket" (self-sufficient modules with sockets,
+	// schema/socket.md).
+	Modules string
 
 	// plain holds the settings modules may read (see Get).
 	plain map[string]string
-}
-
-// exposed lists the settings a module can read. Anything else, secrets
-// above all, reads as empty: an allow-list, so a new environment variable
-// never leaks into a module by accident.
-var exposed = []string{
-	"SERVICE_ORIGIN", "SERVICE_DEFAULT_MODEL", "SERVICE_RATE_LIMIT",
-	"SERVICE_WELCOME_CREDITS", "SERVICE_DOCS_URL", "SERVICE_IDEMPOTENCY_TTL",
-	"SERVICE_AUTH_RATE_LIMIT", "SERVICE_MODELS_RATE_LIMIT", "SERVICE_MAIL_FROM",
-	"UPSTREAM_KIND", "UPSTREAM_URL", "MAIL_URL", "GATEWAY_DEV", "GATEWAY_EMULATOR",
-	"GATEWAY_REQUEST_TIMEOUT",
 }
 
 // FromEnv reads the configuration from the process environment.
 func FromEnv() (*Config, error) { return From(os.Getenv) }
 
 // From reads the configuration through getenv (tests pass a map's lookup).
+// Every setting is checked here, once, by its row in contract.Settings
+// (Load); what is left are the rules that tie two settings together.
 func From(getenv func(string) string) (*Config, error) {
-	c := &Config{
-		Addr:           or(getenv("SERVICE_ADDR"), "127.0.0.1:8787"),
-		LedgerURL:      or(getenv("LIBSQL_URL"), "file:.data/ledger.db"),
-		LedgerToken:    getenv("LIBSQL_AUTH_TOKEN"),
-		UpstreamKind:   getenv("UPSTREAM_KIND"),
-		UpstreamURL:    strings.TrimRight(getenv("UPSTREAM_URL"), "/"),
-		UpstreamAPIKey: getenv("UPSTREAM_API_KEY"),
-		MailURL:        getenv("MAIL_URL"),
-		MailAPIKey:     getenv("MAIL_API_KEY"),
-		DataDir:        or(getenv("GATEWAY_DATA_DIR"), ".data"),
-		Modules:        or(getenv("GATEWAY_MODULES"), ModulesABI),
-		PoolSize:       8,
-		RequestTimeout: 60 * time.Second,
-		Origin:         or(getenv("SERVICE_ORIGIN"), "http://127.0.0.1:8787"),
-
-		ForwardedHeader:   "X-Forwarded-For",
-		ReadHeaderTimeout: 10 * time.Second,
-		BodyTimeout:       30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-
-		plain: map[string]string{},
-	}
-	if err := checkOrigin(c.Origin); err != nil {
+	v, err := Load(getenv)
+	if err != nil {
 		return nil, err
+	}
+	c := &Config{
+		Addr:              v["SERVICE_ADDR"],
+		LedgerURL:         v["LIBSQL_URL"],
+		LedgerToken:       v["LIBSQL_AUTH_TOKEN"],
+		UpstreamKind:      v["UPSTREAM_KIND"],
+		UpstreamURL:       strings.TrimRight(v["UPSTREAM_URL"], "/"),
+		UpstreamAPIKey:    v["UPSTREAM_API_KEY"],
+		MailURL:           v["MAIL_URL"],
+		MailAPIKey:        v["MAIL_API_KEY"],
+		DataDir:           v["GATEWAY_DATA_DIR"],
+		FunctionsDir:      v["GATEWAY_FUNCTIONS_DIR"],
+		PoolSize:          atoi(v["GATEWAY_POOL_SIZE"]),
+		RequestTimeout:    duration(v["GATEWAY_REQUEST_TIMEOUT"]),
+		Origin:            v["SERVICE_ORIGIN"],
+		ForwardedHeader:   v["GATEWAY_FORWARDED_HEADER"],
+		ReadHeaderTimeout: duration(v["GATEWAY_READ_HEADER_TIMEOUT"]),
+		BodyTimeout:       duration(v["GATEWAY_BODY_TIMEOUT"]),
+		IdleTimeout:       duration(v["GATEWAY_IDLE_TIMEOUT"]),
+		MaxHeaderBytes:    atoi(v["GATEWAY_MAX_HEADER_BYTES"]),
+		MetricsAddr:       v["GATEWAY_METRICS_ADDR"],
+		Modules:           v["GATEWAY_MODULES"],
+		plain:             map[string]string{},
 	}
 	if err := c.checkModules(getenv("GATEWAY_FUNCTIONS_DIR")); err != nil {
 		return nil, err
 	}
-	c.CacheDir = or(getenv("GATEWAY_CACHE_DIR"), filepath.Join(c.DataDir, "wazero-cache"))
-	switch c.UpstreamKind {
-	case "", "vendor", "edge", "router":
-	default:
-		return nil, fmt.Errorf("UPSTREAM_KIND=%q: want vendor, edge or router", c.UpstreamKind)
+	c.CacheDir = or(v["GATEWAY_CACHE_DIR"], filepath.Join(c.DataDir, "wazero-cache"))
+	if p := v["GATEWAY_TRUSTED_PROXIES"]; p != "" {
+		c.TrustedProxies, _ = ParseTrustedProxies(p) // checked by Load
 	}
-	if c.UpstreamKind != "" && c.UpstreamURL != "" {
-		if u, err := url.Parse(c.UpstreamURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-			return nil, fmt.Errorf("UPSTREAM_URL=%q: want an http(s) URL", c.UpstreamURL)
-		}
+	if getenv("GATEWAY_FORWARDED_HEADER") != "" && len(c.TrustedProxies) == 0 {
+		return nil, errors.New("GATEWAY_FORWARDED_HEADER is set but GATEWAY_TRUSTED_PROXIES is not: no forwarded header is read without trusted proxies")
 	}
-	if v := getenv("GATEWAY_POOL_SIZE"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("GATEWAY_POOL_SIZE=%q: want a whole number ≥ 1", v)
-		}
-		c.PoolSize = n
+	// Modules get every setting they may read, checked and with its
+	// default filled in, and trust it (schema/settings.md).
+	for _, name := range contract.ModuleSettings() {
+		c.plain[name] = v[name]
 	}
-	for name, d := range map[string]*time.Duration{
-		"GATEWAY_REQUEST_TIMEOUT":     &c.RequestTimeout,
-		"GATEWAY_READ_HEADER_TIMEOUT": &c.ReadHeaderTimeout,
-		"GATEWAY_BODY_TIMEOUT":        &c.BodyTimeout,
-		"GATEWAY_IDLE_TIMEOUT":        &c.IdleTimeout,
-	} {
-		if v := getenv(name); v != "" {
-			parsed, err := time.ParseDuration(v)
-			if err != nil || parsed <= 0 {
-				return nil, fmt.Errorf("%s=%q: want a Go duration such as 30s", name, v)
-			}
-			*d = parsed
-		}
-	}
-	if v := getenv("GATEWAY_MAX_HEADER_BYTES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 4096 {
-			return nil, fmt.Errorf("GATEWAY_MAX_HEADER_BYTES=%q: want a whole number ≥ 4096", v)
-		}
-		c.MaxHeaderBytes = n
-	}
-	if v := getenv("GATEWAY_TRUSTED_PROXIES"); v != "" {
-		p, err := ParseTrustedProxies(v)
-		if err != nil {
-			return nil, fmt.Errorf("GATEWAY_TRUSTED_PROXIES=%q: %w", v, err)
-		}
-		c.TrustedProxies = p
-	}
-	if v := getenv("GATEWAY_FORWARDED_HEADER"); v != "" {
-		switch {
-		case strings.EqualFold(v, "X-Forwarded-For"):
-			c.ForwardedHeader = "X-Forwarded-For"
-		case strings.EqualFold(v, "Forwarded"):
-			c.ForwardedHeader = "Forwarded"
-		default:
-			return nil, fmt.Errorf("GATEWAY_FORWARDED_HEADER=%q: want X-Forwarded-For or Forwarded", v)
-		}
-		if len(c.TrustedProxies) == 0 {
-			return nil, errors.New("GATEWAY_FORWARDED_HEADER is set but GATEWAY_TRUSTED_PROXIES is not: no forwarded header is read without trusted proxies")
-		}
-	}
-	if _, err := LogLevel(getenv("GATEWAY_LOG_LEVEL")); err != nil {
-		return nil, err
-	}
-	c.MetricsAddr = getenv("GATEWAY_METRICS_ADDR")
-	if v := getenv("SERVICE_IDEMPOTENCY_TTL"); v != "" {
-		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
-			return nil, fmt.Errorf("SERVICE_IDEMPOTENCY_TTL=%q: want a Go duration such as 24h", v)
-		}
-	}
-	for _, name := range []string{"SERVICE_RATE_LIMIT", "SERVICE_WELCOME_CREDITS"} {
-		if v := getenv(name); v != "" {
-			if n, err := strconv.Atoi(v); err != nil || n < 0 {
-				return nil, fmt.Errorf("%s=%q: want a whole number ≥ 0", name, v)
-			}
-		}
-	}
-	for _, name := range exposed {
-		if v := getenv(name); v != "" {
-			c.plain[name] = v
-		}
-	}
-	// Functions budget their upstream calls inside the host's deadline.
-	c.plain["GATEWAY_REQUEST_TIMEOUT"] = c.RequestTimeout.String()
 	return c, nil
+}
+
+// Exposed returns the names of the settings a module may read through the
+// config import (contract.ModuleSettings). The Workers configuration
+// generator writes this list into each function Worker.
+func Exposed() []string { return contract.ModuleSettings() }
+
+// atoi and duration read values Load has checked.
+func atoi(v string) int {
+	n, _ := strconv.Atoi(v)
+	return n
+}
+
+func duration(v string) time.Duration {
+	d, _ := time.ParseDuration(v)
+	return d
 }
 
 // CheckUpstream refuses an upstream that names a kind without the URL it
@@ -216,10 +156,10 @@ func (c *Config) CheckUpstream() error {
 // scheme's default, no path, query or credentials. The console's writes
 // are refused unless Origin equals SERVICE_ORIGIN byte for byte, so any
 // other spelling would refuse every write.
-func checkOrigin(v string) error {
+func checkOrigin(name, v string) error {
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.Opaque != "" {
-		return fmt.Errorf("SERVICE_ORIGIN=%q: want the console's origin, such as https://gateway.example.com (scheme://host[:port])", v)
+		return fmt.Errorf("%s=%q: want the console's origin, such as https://gateway.example.com (scheme://host[:port])", name, v)
 	}
 	want := u.Scheme + "://" + strings.ToLower(u.Host)
 	if port := u.Port(); (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
@@ -229,7 +169,7 @@ func checkOrigin(v string) error {
 		}
 	}
 	if v != want || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
-		return fmt.Errorf("SERVICE_ORIGIN=%q: want the origin exactly as a browser sends it, %q (lower case, no path, not even /, no default port)", v, want)
+		return fmt.Errorf("%s=%q: want the origin exactly as a browser sends it, %q (lower case, no path, not even /, no default port)", name, v, want)
 	}
 	return nil
 }
@@ -266,38 +206,45 @@ func ParseTrustedProxies(v string) ([]netip.Prefix, error) {
 // Set overrides a module-visible setting (used by --dev to point the
 // upstream at the emulator). Call it before serving.
 func (c *Config) Set(name, value string) {
-	for _, n := range exposed {
-		if n == name {
-			c.plain[name] = value
-			return
-		}
+	if _, ok := c.plain[name]; ok {
+		c.plain[name] = value
+		return
 	}
 	panic("hostconfig: " + name + " is not a module-visible setting")
 }
 
 // Get returns a module-visible setting, or "" for unknown names and secrets.
-func (c *Config) Get(name string) string { return c.plain[name] }
+// Secrets are never in the module-visible set; the secret rule is applied
+// as well, as on Workers (wrangler-compat/src/config.js), so a secret stays
+// unreadable even if one is ever marked Module by mistake.
+func (c *Config) Get(name string) string {
+	if contract.IsSecret(name) {
+		return ""
+	}
+	return c.plain[name]
+}
+
+// LogLevel reads GATEWAY_LOG_LEVEL by its rule in contract.Settings: debug,
+// info (the default, also for an empty value), warn or error, in any case.
+// At info the host logs a line per request; at warn only answers it failed
+// to give (5xx) and what went wrong; at debug also what functions log at
+// debug. The commands read it before anything else, to log the rest.
+func LogLevel(v string) (slog.Level, error) {
+	if v == "" {
+		return slog.LevelInfo, nil
+	}
+	v, err := Check(contract.SettingNamed("GATEWAY_LOG_LEVEL"), v)
+	if err != nil {
+		return 0, err
+	}
+	var l slog.Level
+	l.UnmarshalText([]byte(v))
+	return l, nil
+}
 
 func or(v, def string) string {
 	if v == "" {
 		return def
 	}
 	return v
-}
-
-// LogLevel reads GATEWAY_LOG_LEVEL: debug, info (the default, also for an
-// empty value), warn or error, in any case. At info the host logs a line
-// per request; at warn only answers it failed to give (5xx) and what
-// went wrong; at debug also what functions log at debug.
-func LogLevel(v string) (slog.Level, error) {
-	var l slog.Level
-	if v == "" {
-		return slog.LevelInfo, nil
-	}
-	switch strings.ToLower(v) {
-	case "debug", "info", "warn", "error":
-		l.UnmarshalText([]byte(v))
-		return l, nil
-	}
-	return 0, fmt.Errorf("GATEWAY_LOG_LEVEL=%q: want debug, info, warn or error", v)
 }

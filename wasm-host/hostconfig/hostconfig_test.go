@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"decisiongateway/shared/contract"
 )
 
 func from(env map[string]string) (*Config, error) {
@@ -102,6 +104,66 @@ func TestClientLimitsHaveDefaultsAndSettings(t *testing.T) {
 	for _, bad := range []map[string]string{{"GATEWAY_BODY_TIMEOUT": "0s"}, {"GATEWAY_IDLE_TIMEOUT": "-1s"}, {"GATEWAY_READ_HEADER_TIMEOUT": "10"}, {"GATEWAY_MAX_HEADER_BYTES": "100"}} {
 		if _, err := from(bad); err == nil {
 			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// Every default passes its own rule, or an unset setting would be a value
+// the host refuses when set.
+func TestDefaultsPassTheirRules(t *testing.T) {
+	for i := range contract.Settings {
+		s := &contract.Settings[i]
+		if s.Default == "" {
+			continue
+		}
+		if _, err := Check(s, s.Default); err != nil {
+			t.Errorf("%s: default refused: %v", s.Name, err)
+		}
+	}
+}
+
+// A bad setting stops the host at start, and the error names it. One rule
+// per setting: 0 is refused for a limit (it would refuse everyone) and
+// accepted for the welcome grant (it grants nothing).
+func TestBadSettingIsRefusedByName(t *testing.T) {
+	for _, c := range []struct{ name, value string }{
+		{"SERVICE_RATE_LIMIT", "0"},
+		{"SERVICE_MODELS_RATE_LIMIT", "0"},
+		{"SERVICE_AUTH_RATE_LIMIT", "0"},
+		{"SERVICE_AUTH_RATE_LIMIT", "many"},
+		{"SERVICE_WELCOME_CREDITS", "-1"},
+		{"SERVICE_IDEMPOTENCY_TTL", "24"},
+		{"GATEWAY_REQUEST_TIMEOUT", "0s"},
+		{"GATEWAY_POOL_SIZE", "0"},
+		{"UPSTREAM_KIND", "openai"},
+		{"UPSTREAM_URL", "ftp://vendor.example"},
+		{"MAIL_URL", "not a url"},
+		{"GATEWAY_DEV", "yes"},
+	} {
+		_, err := from(map[string]string{c.name: c.value})
+		if err == nil || !strings.HasPrefix(err.Error(), c.name+"=") {
+			t.Errorf("%s=%q: %v", c.name, c.value, err)
+		}
+	}
+	if _, err := from(map[string]string{"SERVICE_WELCOME_CREDITS": "0"}); err != nil {
+		t.Errorf("SERVICE_WELCOME_CREDITS=0: %v", err)
+	}
+}
+
+// Modules get every setting they may read, checked and with its default
+// filled in, so no guest keeps a default of its own; never a secret.
+func TestModulesGetCheckedValuesWithDefaults(t *testing.T) {
+	cfg, err := from(map[string]string{"SERVICE_RATE_LIMIT": "7", "UPSTREAM_KIND": "Router", "UPSTREAM_URL": "https://r.example/api/v1", "UPSTREAM_API_KEY": "sk", "MAIL_API_KEY": "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"SERVICE_RATE_LIMIT": "7", "SERVICE_AUTH_RATE_LIMIT": "600", "SERVICE_MODELS_RATE_LIMIT": "60",
+		"SERVICE_WELCOME_CREDITS": "100", "SERVICE_IDEMPOTENCY_TTL": "24h", "GATEWAY_REQUEST_TIMEOUT": "60s",
+		"UPSTREAM_KIND": "router", "UPSTREAM_API_KEY": "", "MAIL_API_KEY": "", "LIBSQL_URL": "", "GATEWAY_POOL_SIZE": "",
+	} {
+		if got := cfg.Get(name); got != want {
+			t.Errorf("Get(%s) = %q, want %q", name, got, want)
 		}
 	}
 }

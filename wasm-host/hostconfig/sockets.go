@@ -3,6 +3,8 @@ package hostconfig
 import (
 	"fmt"
 	"strings"
+
+	"decisiongateway/shared/contract"
 )
 
 // The builds of the functions a host can run (GATEWAY_MODULES).
@@ -35,7 +37,7 @@ func (c *Config) checkModules(dir string) error {
 // (schema/socket.md, "Secrets").
 func (c *Config) ModuleEnviron() []string {
 	var env []string
-	for _, name := range exposed {
+	for _, name := range contract.ModuleSettings() {
 		if v := c.plain[name]; v != "" {
 			env = append(env, name+"="+v)
 		}

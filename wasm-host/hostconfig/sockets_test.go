@@ -49,7 +49,7 @@ func TestModuleEnvironHasSettingsAndTheModulesSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := cfg.ModuleEnviron()
-	for _, want := range []string{"LIBSQL_URL=http://db:8080", "LIBSQL_AUTH_TOKEN=tok", "UPSTREAM_API_KEY=sk-1", "UPSTREAM_URL=http://up/v1", "SERVICE_RATE_LIMIT=7", "GATEWAY_REQUEST_TIMEOUT=1m0s"} {
+	for _, want := range []string{"LIBSQL_URL=http://db:8080", "LIBSQL_AUTH_TOKEN=tok", "UPSTREAM_API_KEY=sk-1", "UPSTREAM_URL=http://up/v1", "SERVICE_RATE_LIMIT=7", "GATEWAY_REQUEST_TIMEOUT=60s"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("missing %s in %q", want, got)
 		}

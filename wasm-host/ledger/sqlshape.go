@@ -3,7 +3,10 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"decisiongateway/shared/contract"
 )
 
 // shape is what the executor must know about one statement before running it.
@@ -109,41 +112,42 @@ func classify(sql string) (shape, error) {
 					position == 3 && (second == "TEMP" || second == "TEMPORARY")) {
 					trigger = true
 				}
-				if verb == "" {
-					switch w {
-					case "SELECT", "VALUES", "INSERT", "UPDATE", "DELETE", "REPLACE":
-						verb = w
-					}
+				if verb == "" && slices.Contains(shapeWords.Verbs, w) {
+					verb = w
 				}
-				if w == "RETURNING" && verb != "" && verb != "SELECT" && verb != "VALUES" {
+				if w == "RETURNING" && verb != "" && !slices.Contains(shapeWords.RowVerbs, verb) {
 					s.returning = true
 				}
 			}
 		}
 	}
-	switch first {
-	case "":
+	switch {
+	case first == "":
 		return shape{}, fmt.Errorf("%w: empty statement", errShape)
-	case "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE":
+	case slices.Contains(shapeWords.Transaction, first):
 		return shape{}, fmt.Errorf("%w: %s: the executor owns the transaction", errShape, first)
-	case "SELECT", "VALUES", "EXPLAIN":
-		s.rows, s.readOnly = true, true
-	case "PRAGMA":
-		s.rows = true // and it may write: PRAGMA user_version = 2
-	case "WITH":
-		s.rows = verb == "SELECT" || verb == "VALUES"
+	case first == "WITH":
+		s.rows = slices.Contains(shapeWords.RowVerbs, verb)
 		s.readOnly = s.rows
+	default:
+		// PRAGMA returns rows and may write: PRAGMA user_version = 2.
+		s.rows = slices.Contains(shapeWords.RowsFirst, first)
+		s.readOnly = slices.Contains(shapeWords.ReadOnlyFirst, first)
 	}
 	if s.returning {
 		s.rows = true
 	}
-	s.insert = verb == "INSERT" || verb == "REPLACE"
-	switch first {
-	case "INSERT", "UPDATE", "DELETE", "REPLACE", "WITH":
-		s.dml = verb == "INSERT" || verb == "UPDATE" || verb == "DELETE" || verb == "REPLACE"
+	s.insert = slices.Contains(shapeWords.InsertVerbs, verb)
+	if first == "WITH" || first == verb {
+		// INSERT, UPDATE, DELETE, REPLACE, with or without WITH.
+		s.dml = verb != "" && !slices.Contains(shapeWords.RowVerbs, verb)
 	}
 	return s, nil
 }
+
+// shapeWords are the words both hosts' executors go by (shared/contract;
+// wrangler-compat/src/sqlshape.js reads the generated copy).
+var shapeWords = &contract.SQLShape
 
 type token uint8
 

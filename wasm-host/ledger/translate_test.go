@@ -56,7 +56,7 @@ func seedLedger(t *testing.T, e *Executor) {
 
 func reserve(id, idem string, cost int64, now time.Time) *ledgerq.Reserve {
 	return &ledgerq.Reserve{
-		Principal: ledgerq.Principal{AccountID: acct, KeyHash: keyHash, IPHash: "ip"},
+		Principal: ledgerq.Principal{AccountID: acct, KeyHash: keyHash, IPHash: "ip", AuthLimit: 600},
 		Source:    "api", RequestID: id, IdemKey: idem, Fingerprint: "fp", Model: "m",
 		Questions: 1, Cost: cost, RateLimit: 100, TTL: time.Hour, Lease: time.Minute, Now: now,
 	}
@@ -204,7 +204,7 @@ func TestTranslationMatchesInteractiveLedgerq(t *testing.T) {
 		}
 	}
 	reserveAs(ledgerq.FailedBefore, reserve("r10", "k7", 10, later.Add(6*time.Minute)))
-	if _, _, err := ledgerq.AuthorizeKey(w, &ledgerq.Principal{AccountID: acct, KeyHash: keyHash, IPHash: "ip"}, "models", 5, later); err != nil {
+	if _, _, err := ledgerq.AuthorizeKey(w, &ledgerq.Principal{AccountID: acct, KeyHash: keyHash, IPHash: "ip", AuthLimit: 600}, "models", 5, later); err != nil {
 		t.Error(err)
 	}
 	var bal [2]int64

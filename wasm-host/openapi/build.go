@@ -47,7 +47,7 @@ type answer struct {
 // (schema/errors.md).
 var (
 	// hostCodes can come from the host of any routed request.
-	hostCodes = []string{"invalid_body", "body_timeout", "internal_error", "function_unavailable", "overloaded", "function_timeout"}
+	hostCodes = []string{"invalid_body", "body_timeout", "internal_error", "function_unavailable", "overloaded", "function_timeout", "misconfigured"}
 	// pathless codes answer requests no operation takes.
 	pathless   = []string{"not_found", "method_not_allowed"}
 	validation = []string{"body_too_large", "invalid_json", "json_too_deep", "number_out_of_range", "duplicate_key",

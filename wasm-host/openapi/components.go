@@ -1,5 +1,7 @@
 package openapi
 
+import "decisiongateway/shared/contract"
+
 // The document's components: credentials, parameters, headers and body
 // schemas, written from the spec and schema/*.md.
 
@@ -169,7 +171,7 @@ func (b builder) schemas(errs []ErrorCode) map[string]any {
 			"release_date": map[string]any{"description": "As the upstream gives it; null on the edge catalog."}}))}),
 		"Config": obj([]string{"contract", "status", "ready", "defaultModel", "upstream", "welcomeCredits", "billingAvailable", "docsUrl", "rateLimitPerMinute", "limits"}, map[string]any{
 			"contract":     map[string]any{"const": Version},
-			"status":       map[string]any{"type": "string", "enum": []any{"ready", "no_upstream", "ledger_unavailable"}},
+			"status":       map[string]any{"type": "string", "enum": []any{"ready", "no_upstream", string(contract.LedgerUnavailable)}},
 			"ready":        boolean,
 			"defaultModel": str,
 			"upstream": obj([]string{"kind", "responseMode", "emulator"}, map[string]any{

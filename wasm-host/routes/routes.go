@@ -1,43 +1,20 @@
-// Package routes is the route table: which function module serves which
-// method and path. It is data, read by the wazero host and printed by
-// `gateway routes` for the Workers configuration generator, so the two hosts
-// never keep their own copies.
+// Package routes matches requests against the route table, which is data
+// in shared/contract: read by the wazero host and printed by `gateway
+// routes` for the Workers configuration generator, so the two hosts never
+// keep their own copies.
 package routes
 
-import "strings"
+import (
+	"strings"
 
-// Route maps one method and path pattern to a function. A pattern segment
-// starting with ':' matches any one non-empty segment.
-type Route struct {
-	Method   string `json:"method"`
-	Pattern  string `json:"pattern"`
-	Function string `json:"function"`
-	// MaxBody is the largest request body the host reads for this route;
-	// a larger one is refused before any function runs.
-	MaxBody int64 `json:"maxBody"`
-}
+	"decisiongateway/shared/contract"
+)
 
-// Table is every route the gateway serves.
-// A route whose module is not built answers 503 function_unavailable.
-var Table = []Route{
-	{"POST", "/v1/service", "decide", DecisionBodyLimit},
-	{"GET", "/v1/models", "models", 0},
-	{"GET", "/api/service/config", "config", 0},
-	{"GET", "/api/service/keys", "keys", 0},
-	{"POST", "/api/service/keys", "keys", 4096},
-	{"DELETE", "/api/service/keys/:id", "keys", 0},
-	{"GET", "/api/service/usage", "usage", 0},
-	{"POST", "/api/service/playground", "playground", DecisionBodyLimit},
-	{"POST", "/api/service/auth/signin", "auth", 4096},
-	{"GET", "/api/service/auth/verify", "auth", 0},
-	{"POST", "/api/service/auth/signout", "auth", 0},
-	{"GET", "/api/service/auth/session", "auth", 0},
-}
+// Route maps one method and path pattern to a function (contract.Route).
+type Route = contract.Route
 
-// DecisionBodyLimit is the raw body limit of decision requests (spec §8).
-// The host refuses a larger body with 413 body_too_large before any
-// function runs, so it costs nothing.
-const DecisionBodyLimit = 65536
+// Table is every route the gateway serves: the shared contract's table.
+var Table = contract.Routes
 
 // Match finds the route for method and path. When the path matches some
 // route but not the method, it returns nil and the methods that would match,

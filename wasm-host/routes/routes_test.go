@@ -6,10 +6,10 @@ import (
 )
 
 var table = []Route{
-	{"GET", "/api/service/keys", "keys", 0},
-	{"POST", "/api/service/keys", "keys", 0},
-	{"DELETE", "/api/service/keys/:id", "keys", 0},
-	{"POST", "/v1/service", "decide", 0},
+	{Method: "GET", Pattern: "/api/service/keys", Function: "keys"},
+	{Method: "POST", Pattern: "/api/service/keys", Function: "keys"},
+	{Method: "DELETE", Pattern: "/api/service/keys/:id", Function: "keys"},
+	{Method: "POST", Pattern: "/v1/service", Function: "decide"},
 }
 
 func TestMatchExactAndParam(t *testing.T) {

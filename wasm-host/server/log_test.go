@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/policy"
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/routes"
@@ -30,7 +31,7 @@ func (n noting) Handle(ctx context.Context, _ *abi.Request) (abi.Response, error
 	if n.status == 200 {
 		return abi.Response{Status: 200}, nil
 	}
-	return policy.Error(n.status, "upstream_error", "the upstream failed"), nil
+	return policy.ErrorAs(n.status, contract.UpstreamError, "the upstream failed"), nil
 }
 
 // GATEWAY_LOG_LEVEL=warn keeps the answers the gateway failed to give and

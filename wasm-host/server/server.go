@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/policy"
 	"decisiongateway/wasm-host/routes"
 	"decisiongateway/wasm-host/runtime"
@@ -63,9 +64,6 @@ func NoteCause(ctx context.Context, cause string) {
 type Handler interface {
 	Handle(ctx context.Context, req *abi.Request) (abi.Response, error)
 }
-
-// DefaultMaxBody bounds bodies of routes that do not set their own.
-const DefaultMaxBody = 1 << 20
 
 // Server serves the route table.
 type Server struct {
@@ -158,35 +156,35 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string) (abi.
 	route, allow := routes.Match(s.Routes, r.Method, r.URL.Path)
 	if route == nil {
 		if len(allow) > 0 {
-			resp := policy.Error(405, policy.CodeMethodNotAllowed, "this path does not accept "+r.Method)
+			resp := policy.Error(contract.MethodNotAllowed, "this path does not accept "+r.Method)
 			resp.Headers.Set(policy.HAllow, strings.Join(allow, ", "))
 			return resp, nil, ""
 		}
 		if s.Static != nil && (r.Method == "GET" || r.Method == "HEAD") {
 			return abi.Response{}, nil, ""
 		}
-		return policy.Error(404, policy.CodeNotFound, "no such route"), nil, ""
+		return policy.Error(contract.NotFound, "no such route"), nil, ""
 	}
 	fn, ok := s.Functions[route.Function]
 	if !ok {
-		return policy.Error(503, policy.CodeUnavailable, "the "+route.Function+" function is not deployed on this host"), route, "not deployed"
+		return policy.Error(contract.FunctionUnavailable, "the "+route.Function+" function is not deployed on this host"), route, "not deployed"
 	}
 	maxBody := route.MaxBody
 	if maxBody == 0 {
-		maxBody = DefaultMaxBody
+		maxBody = contract.DefaultMaxBody
 	}
 	body, err := s.readBody(w, r, maxBody)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		resp := policy.Error(408, CodeBodyTimeout, "the request body did not arrive in time")
+		resp := policy.Error(contract.BodyTimeout, "the request body did not arrive in time")
 		resp.Headers.Set("connection", "close")
 		return resp, route, ""
 	}
 	if err != nil {
-		return policy.Error(400, "invalid_body", "the request body could not be read"), route, ""
+		return policy.Error(contract.InvalidBody, "the request body could not be read"), route, ""
 	}
 	if int64(len(body)) > maxBody {
 		// Refused before any function runs: it costs nothing.
-		return policy.Error(413, "body_too_large", "the request body exceeds "+strconv.FormatInt(maxBody, 10)+" bytes"), route, ""
+		return policy.Error(contract.BodyTooLarge, "the request body exceeds "+strconv.FormatInt(maxBody, 10)+" bytes"), route, ""
 	}
 	req := abi.Request{
 		Method:     r.Method,
@@ -225,15 +223,15 @@ func (s *Server) failure(ctx context.Context, rid, fn string, err error) abi.Res
 	s.Log.Error("function failed", "request_id", rid, "function", fn, "error", err.Error())
 	switch {
 	case errors.Is(err, runtime.ErrOverloaded):
-		resp := policy.Error(503, policy.CodeOverloaded, "every instance of this function is busy; retry shortly")
+		resp := policy.Error(contract.Overloaded, "every instance of this function is busy; retry shortly")
 		resp.Headers.Set(policy.HRetryAfter, "1")
 		return resp
 	case errors.Is(err, runtime.ErrUnavailable):
-		return policy.Error(503, policy.CodeUnavailable, "the "+fn+" function is not deployed on this host")
+		return policy.Error(contract.FunctionUnavailable, "the "+fn+" function is not deployed on this host")
 	case errors.Is(err, context.DeadlineExceeded):
-		return policy.Error(504, policy.CodeTimeout, "the function did not finish before its deadline")
+		return policy.Error(contract.FunctionTimeout, "the function did not finish before its deadline")
 	}
-	return policy.Error(500, policy.CodeInternal, "the function failed; the request id identifies it in the logs")
+	return policy.Error(contract.InternalError, "the function failed; the request id identifies it in the logs")
 }
 
 // write sends resp. The platform owns Cache-Control (spec §1.4) and adds the
@@ -275,10 +273,6 @@ func canonical(name string) string {
 	}
 	return http.CanonicalHeaderKey(name)
 }
-
-// CodeBodyTimeout is the platform error for a body that did not arrive
-// within the server's BodyTimeout (schema/errors.md).
-const CodeBodyTimeout = "body_timeout"
 
 // readBody reads at most maxBody+1 bytes of r's body within BodyTimeout.
 // The deadline must not outlive the body: net/http watches for the client

@@ -64,7 +64,7 @@ export function frontWorker({ table, functions, migrations = [], openapi = null 
       const probed = await probe(request, env);
       if (probed) {
         if (probed.status === 405) {
-          return respond(request, requestId, platformError(405, "method_not_allowed", `this path does not accept ${request.method}`, [["allow", probed.allow]]));
+          return respond(request, requestId, platformError("method_not_allowed", `this path does not accept ${request.method}`, [["allow", probed.allow]]));
         }
         return respond(request, requestId, { status: probed.status, headers: [["content-type", "application/json; charset=utf-8"], ...(probed.headers ?? [])], body: JSON.stringify(probed.body) });
       }
@@ -72,20 +72,20 @@ export function frontWorker({ table, functions, migrations = [], openapi = null 
       const { route, allow } = match(table, request.method, url.pathname);
       if (!route) {
         if (allow.length > 0) {
-          return respond(request, requestId, platformError(405, "method_not_allowed", `this path does not accept ${request.method}`, [["allow", allow.join(", ")]]));
+          return respond(request, requestId, platformError("method_not_allowed", `this path does not accept ${request.method}`, [["allow", allow.join(", ")]]));
         }
-        return respond(request, requestId, platformError(404, "not_found", "no such route"));
+        return respond(request, requestId, platformError("not_found", "no such route"));
       }
       const fn = functions[route.function];
       const service = fn && env[fn.binding];
       if (!service) {
-        return respond(request, requestId, platformError(503, "function_unavailable", `the ${route.function} function is not deployed on this host`));
+        return respond(request, requestId, platformError("function_unavailable", `the ${route.function} function is not deployed on this host`));
       }
       try {
         return await service.fetch(forwarded(request, requestId, fn.worker));
       } catch (e) {
         log("error", "function worker failed", { request_id: requestId, function: route.function, error: String(e?.stack ?? e) });
-        return respond(request, requestId, platformError(500, "internal_error", "the function failed; the request id identifies it in the logs"));
+        return respond(request, requestId, platformError("internal_error", "the function failed; the request id identifies it in the logs"));
       }
     },
   };

@@ -16,18 +16,38 @@ import { Pool, Overloaded, DeadlineExceeded } from "./pool.js";
 import { VersionError, awaitCall, ledgerFor } from "./host.js";
 import { record } from "./samples.js";
 import { parseDuration } from "./duration.js";
+import { DEFAULT_MAX_BODY, SETTINGS } from "./contract.gen.js";
+import { SettingError, checkSettings } from "./settings.js";
 import { readStream, TooLarge } from "./fetch.js";
 import { INTERNAL_HEADERS, log, platformError, requestIdOf, respond } from "./respond.js";
 
-/** Body cap of a route whose maxBody is 0 (wasm-host/server.DefaultMaxBody). */
-const DEFAULT_MAX_BODY = 1 << 20;
-
-/** Deadline of a request unless GATEWAY_REQUEST_TIMEOUT sets another. */
-const DEFAULT_TIMEOUT_MS = 60_000;
+/** The request deadline: GATEWAY_REQUEST_TIMEOUT, checked, or its default. */
+const DEFAULT_TIMEOUT = SETTINGS.find((s) => s.name === "GATEWAY_REQUEST_TIMEOUT").default;
 
 function requestTimeout(env) {
-  const ms = parseDuration(env.GATEWAY_REQUEST_TIMEOUT ?? "");
-  return ms > 0 ? ms : DEFAULT_TIMEOUT_MS;
+  return parseDuration(env.GATEWAY_REQUEST_TIMEOUT || DEFAULT_TIMEOUT);
+}
+
+/**
+ * checked is env with its settings checked once per isolate (settings.js):
+ * the env object a Worker gets is the same for every request of the isolate.
+ * A bad setting is remembered as its error.
+ */
+const checked = new WeakMap();
+
+function checkedEnv(env) {
+  let c = checked.get(env);
+  if (c === undefined) {
+    try {
+      c = checkSettings(env);
+    } catch (e) {
+      if (!(e instanceof SettingError)) throw e;
+      log("error", "invalid setting: this Worker serves nothing until it is fixed", { error: e.message });
+      c = e;
+    }
+    checked.set(env, c);
+  }
+  return c;
 }
 
 /**
@@ -39,20 +59,18 @@ function requestTimeout(env) {
  *          name@<12 hex of the module's SHA-256>, as the wazero host names it
  * sha256   the module's whole SHA-256, under which its outcomes are counted
  * routes   the route table entries this function serves
- * exposed  the settings a module may read through the config import
  */
-export function functionWorker({ name, module, version, sha256, routes, exposed }) {
+export function functionWorker({ name, module, version, sha256, routes }) {
   let pool = null; // instances need a request to be created in
-  const settings = new Set(exposed);
 
   async function serve(request, env, requestId, timing) {
     const url = new URL(request.url);
     const { route, allow } = match(routes, request.method, url.pathname);
     if (!route) {
       if (allow.length > 0) {
-        return platformError(405, "method_not_allowed", `this path does not accept ${request.method}`, [["allow", allow.join(", ")]]);
+        return platformError("method_not_allowed", `this path does not accept ${request.method}`, [["allow", allow.join(", ")]]);
       }
-      return platformError(404, "not_found", "no such route");
+      return platformError("not_found", "no such route");
     }
     const maxBody = route.maxBody || DEFAULT_MAX_BODY;
     let body;
@@ -61,9 +79,9 @@ export function functionWorker({ name, module, version, sha256, routes, exposed 
     } catch (e) {
       if (e instanceof TooLarge) {
         // Refused before any function runs: it costs nothing.
-        return platformError(413, "body_too_large", `the request body exceeds ${maxBody} bytes`);
+        return platformError("body_too_large", `the request body exceeds ${maxBody} bytes`);
       }
-      return platformError(400, "invalid_body", "the request body could not be read");
+      return platformError("invalid_body", "the request body could not be read");
     }
     const headers = [];
     for (const [h, value] of request.headers) {
@@ -90,7 +108,7 @@ export function functionWorker({ name, module, version, sha256, routes, exposed 
         const answer = await pool.run(async (inst) => {
           const start = Date.now();
           try {
-            return await inst.handle(call, { env, requestId, settings });
+            return await inst.handle(call, { env, requestId });
           } finally {
             timing.fnMs += Date.now() - start;
           }
@@ -118,10 +136,14 @@ export function functionWorker({ name, module, version, sha256, routes, exposed 
       // (wrangler prints one per request, Workers Logs keep them), and a
       // console line costs about 10 ms per request under wrangler dev.
       const requestId = requestIdOf(request);
+      const checkedOrError = checkedEnv(env ?? {});
+      if (checkedOrError instanceof SettingError) {
+        return respond(request, requestId, platformError("misconfigured", `this Worker's settings are invalid: ${checkedOrError.message}`));
+      }
       const timing = { fnMs: 0, start: Date.now() };
-      const work = serve(request, env, requestId, timing).catch((e) => {
+      const work = serve(request, checkedOrError, requestId, timing).catch((e) => {
         log("error", "host failed", { request_id: requestId, error: String(e?.stack ?? e) });
-        return platformError(500, "internal_error", "the function failed; the request id identifies it in the logs");
+        return platformError("internal_error", "the function failed; the request id identifies it in the logs");
       });
       if (sha256 && env.LIBSQL_URL) {
         // Counted after the answer, off the request's path, for the
@@ -163,13 +185,13 @@ async function beforeDeadline(p, deadline, name, timeoutMs) {
 /** failure maps a failed call to the wazero host's platform error. */
 function failure(e, name) {
   if (e instanceof Overloaded) {
-    return platformError(503, "overloaded", "every instance of this function is busy; retry shortly", [["retry-after", "1"]]);
+    return platformError("overloaded", "every instance of this function is busy; retry shortly", [["retry-after", "1"]]);
   }
   if (e instanceof DeadlineExceeded) {
-    return platformError(504, "function_timeout", "the function did not finish before its deadline");
+    return platformError("function_timeout", "the function did not finish before its deadline");
   }
   if (e instanceof VersionError) {
-    return platformError(503, "function_unavailable", `the ${name} function is not deployed on this host`);
+    return platformError("function_unavailable", `the ${name} function is not deployed on this host`);
   }
-  return platformError(500, "internal_error", "the function failed; the request id identifies it in the logs");
+  return platformError("internal_error", "the function failed; the request id identifies it in the logs");
 }

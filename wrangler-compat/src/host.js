@@ -133,7 +133,7 @@ export class Instance {
       // Settings are at hand, so config answers synchronously: no suspension.
       config: (reqPtr, reqLen, outPtr, outCap) => {
         const name = decoder.decode(this.#bytes().subarray(reqPtr, reqPtr + reqLen));
-        const value = config(this.#env(), name, this.ctx?.settings);
+        const value = config(this.#env(), name);
         return this.#answer(encoder.encode(value), outPtr, outCap);
       },
       log: (ptr, n) => this.#log(abi.decodeLogRecord(this.#read(ptr, n))),

@@ -1,8 +1,11 @@
 // What every answer of the Workers host carries, shared by the front Worker
 // and the function Workers: the platform error body and headers
-// (shared/policy.Error), the request id, Cache-Control and nosniff. Status
-// codes, error codes and messages are those of the wazero host
+// (shared/policy.Error), the request id, Cache-Control and nosniff. Error
+// codes and their statuses come from the generated contract (the Go table
+// in shared/contract); messages are those of the wazero host
 // (wasm-host/server), so a client cannot tell the two hosts apart.
+
+import { ERRORS } from "./contract.gen.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
@@ -30,10 +33,14 @@ export function requestIdOf(request) {
 }
 
 /**
- * platformError is the platform's error answer (shared/policy.Error): body
- * {"error":{"code":…,"message":…}} and the X-Service-Error-* headers.
+ * platformError is the platform's error answer (shared/policy.Error): the
+ * code's status from the contract, body {"error":{"code":…,"message":…}}
+ * and the X-Service-Error-* headers. A code not in the contract is a bug of
+ * this shim and throws.
  */
-export function platformError(status, code, message, extra = []) {
+export function platformError(code, message, extra = []) {
+  const status = ERRORS[code];
+  if (!status) throw new Error(`platformError: ${code} is not a platform error code with a status of its own (shared/contract)`);
   return {
     status,
     headers: [

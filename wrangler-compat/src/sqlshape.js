@@ -13,9 +13,11 @@
 //     otherwise name some earlier batch's row).
 //
 // The lexer only tells strings, comments, quoted names, brackets and keywords
-// apart; it needs no SQL grammar.
+// apart; it needs no SQL grammar. The words it goes by are the Go host's
+// (shared/contract.SQLShape), generated into contract.gen.js.
 
 import { Cond, Kind } from "./abi.js";
+import { SQL_SHAPE } from "./contract.gen.js";
 
 /** A batch refused before it ran; its message follows "ledger: ". */
 export class PlanError extends Error {}
@@ -189,35 +191,18 @@ export function classify(sql) {
           if (first === "CREATE" && w === "TRIGGER" && (position === 2 || (position === 3 && (second === "TEMP" || second === "TEMPORARY")))) {
             trigger = true;
           }
-          if (verb === "" && ["SELECT", "VALUES", "INSERT", "UPDATE", "DELETE", "REPLACE"].includes(w)) verb = w;
-          if (w === "RETURNING" && verb !== "" && verb !== "SELECT" && verb !== "VALUES") s.returning = true;
+          if (verb === "" && SQL_SHAPE.verbs.includes(w)) verb = w;
+          if (w === "RETURNING" && verb !== "" && !SQL_SHAPE.rowVerbs.includes(verb)) s.returning = true;
         }
         break;
       }
     }
   }
-  switch (first) {
-    case "":
-      throw new ShapeError("empty statement");
-    case "BEGIN":
-    case "COMMIT":
-    case "END":
-    case "ROLLBACK":
-    case "SAVEPOINT":
-    case "RELEASE":
-      throw new ShapeError(`${first}: the executor owns the transaction`);
-    case "SELECT":
-    case "VALUES":
-    case "PRAGMA":
-    case "EXPLAIN":
-      s.rows = true;
-      break;
-    case "WITH":
-      s.rows = verb === "SELECT" || verb === "VALUES";
-      break;
-  }
+  if (first === "") throw new ShapeError("empty statement");
+  if (SQL_SHAPE.transaction.includes(first)) throw new ShapeError(`${first}: the executor owns the transaction`);
+  s.rows = first === "WITH" ? SQL_SHAPE.rowVerbs.includes(verb) : SQL_SHAPE.rowsFirst.includes(first);
   if (s.returning) s.rows = true;
-  s.insert = verb === "INSERT" || verb === "REPLACE";
+  s.insert = SQL_SHAPE.insertVerbs.includes(verb);
   return s;
 }
 

@@ -4,17 +4,20 @@
 // (shared/keys.AccountHint). The front Worker sends it to a function Worker
 // as Cloudflare-Workers-Version-Key, so Cloudflare's version affinity keeps
 // an account on one version across requests, keys and addresses. Nothing
-// here authenticates: a key is only parsed, never looked up.
+// here authenticates: a key is only parsed, never looked up. The key format
+// is shared/keys.Format, generated into contract.gen.js.
 
-const ALPHABET = "abcdefghijklmnopqrstuvwxyz234567";
-const ACCOUNT_LEN = 12;
-const RANDOM_LEN = 32;
-const CHECK_LEN = 6;
-const SECRET_LEN = 4 + ACCOUNT_LEN + 1 + RANDOM_LEN + CHECK_LEN;
+import { KEY_FORMAT } from "./contract.gen.js";
 
-export const API_KEY = "dgk_";
-export const SESSION = "dgs_";
-export const SESSION_COOKIE = "dg_session";
+const ALPHABET = KEY_FORMAT.alphabet;
+const ACCOUNT_LEN = KEY_FORMAT.accountLen;
+const CHECK_LEN = KEY_FORMAT.checkLen;
+const PREFIX_LEN = KEY_FORMAT.apiKey.length;
+const SECRET_LEN = PREFIX_LEN + ACCOUNT_LEN + 1 + KEY_FORMAT.randomLen + CHECK_LEN;
+
+export const API_KEY = KEY_FORMAT.apiKey;
+export const SESSION = KEY_FORMAT.session;
+export const SESSION_COOKIE = KEY_FORMAT.sessionCookie;
 
 const CRC_TABLE = (() => {
   const t = new Uint32Array(256);
@@ -44,18 +47,18 @@ function check(body) {
   return out.join("");
 }
 
-const valid = (ch) => (ch >= "a" && ch <= "z") || (ch >= "2" && ch <= "7");
+const valid = (ch) => ALPHABET.includes(ch);
 
 /** parse returns the account of a well-formed secret of kind, or "". */
 export function parse(kind, secret) {
-  if (typeof secret !== "string" || secret.length !== SECRET_LEN || !secret.startsWith(kind) || secret[4 + ACCOUNT_LEN] !== "_") {
+  if (typeof secret !== "string" || secret.length !== SECRET_LEN || !secret.startsWith(kind) || secret[PREFIX_LEN + ACCOUNT_LEN] !== "_") {
     return "";
   }
-  for (let i = 4; i < SECRET_LEN; i++) {
-    if (i !== 4 + ACCOUNT_LEN && !valid(secret[i])) return "";
+  for (let i = PREFIX_LEN; i < SECRET_LEN; i++) {
+    if (i !== PREFIX_LEN + ACCOUNT_LEN && !valid(secret[i])) return "";
   }
   if (check(secret.slice(0, SECRET_LEN - CHECK_LEN)) !== secret.slice(SECRET_LEN - CHECK_LEN)) return "";
-  return secret.slice(4, 4 + ACCOUNT_LEN);
+  return secret.slice(PREFIX_LEN, PREFIX_LEN + ACCOUNT_LEN);
 }
 
 function bearer(authorization) {

@@ -8,12 +8,13 @@ import { createServer } from "node:http";
 
 import { config, isSecret } from "../src/config.js";
 import { parseDuration } from "../src/duration.js";
+import { SettingError, checkSettings } from "../src/settings.js";
 import { match } from "../src/router.js";
 import { hostFetch } from "../src/fetch.js";
 import { parseLibsqlURL } from "../src/ledger.js";
 import { Wasi } from "../src/wasi.js";
 
-test("config reads only exposed settings and never a secret, even an exposed one", () => {
+test("config reads only module settings, fills their defaults and never reads a secret", () => {
   const env = {
     SERVICE_RATE_LIMIT: "7",
     SERVICE_WELCOME_CREDITS: 5,
@@ -26,17 +27,36 @@ test("config reads only exposed settings and never a secret, even an exposed one
     RANDOM_SETTING: "r",
     AI: { run() {} },
   };
-  // The list a generated function Worker passes in, with secrets and a
-  // binding put on it by mistake.
-  const exposed = new Set(["SERVICE_RATE_LIMIT", "SERVICE_WELCOME_CREDITS", "UPSTREAM_URL", "UPSTREAM_API_KEY", "LIBSQL_URL", "LIBSQL_AUTH_TOKEN", "MAIL_API_KEY", "OTHER_SECRET", "AI"]);
-  assert.equal(config(env, "SERVICE_RATE_LIMIT", exposed), "7");
-  assert.equal(config(env, "SERVICE_WELCOME_CREDITS", exposed), "5");
-  assert.equal(config(env, "UPSTREAM_URL", exposed), "https://up.test/v1");
+  assert.equal(config(env, "SERVICE_RATE_LIMIT"), "7");
+  assert.equal(config(env, "SERVICE_WELCOME_CREDITS"), "5");
+  assert.equal(config(env, "UPSTREAM_URL"), "https://up.test/v1");
+  assert.equal(config(env, "SERVICE_AUTH_RATE_LIMIT"), "600", "unset: the contract's default");
   for (const name of ["UPSTREAM_API_KEY", "LIBSQL_URL", "LIBSQL_AUTH_TOKEN", "MAIL_API_KEY", "OTHER_SECRET", "RANDOM_SETTING", "AI", "toString", "__proto__"]) {
-    assert.equal(config(env, name, exposed), "", name);
+    assert.equal(config(env, name), "", name);
   }
-  assert.equal(config(env, "SERVICE_RATE_LIMIT", undefined), "", "no list, no settings");
   assert.ok(isSecret("X_TOKEN") && isSecret("X_KEY") && isSecret("X_SECRET") && !isSecret("SERVICE_DOCS_URL"));
+});
+
+test("settings are checked by the contract's rules and a bad one is named", () => {
+  const ok = checkSettings({ SERVICE_RATE_LIMIT: 7, UPSTREAM_KIND: "Edge", SERVICE_ORIGIN: "https://gw.example", AI: {} });
+  assert.equal(ok.SERVICE_RATE_LIMIT, "7");
+  assert.equal(ok.UPSTREAM_KIND, "edge", "an enum in the table's spelling");
+  assert.ok(ok.AI, "bindings pass through");
+  for (const [name, value] of [
+    ["SERVICE_RATE_LIMIT", "0"],
+    ["SERVICE_AUTH_RATE_LIMIT", "many"],
+    ["SERVICE_WELCOME_CREDITS", "-1"],
+    ["SERVICE_IDEMPOTENCY_TTL", "24"],
+    ["GATEWAY_REQUEST_TIMEOUT", "0s"],
+    ["UPSTREAM_KIND", "openai"],
+    ["UPSTREAM_URL", "ftp://x"],
+    ["SERVICE_ORIGIN", "https://gw.example/"],
+    ["SERVICE_ORIGIN", "https://GW.example"],
+    ["GATEWAY_DEV", "yes"],
+  ]) {
+    assert.throws(() => checkSettings({ [name]: value }), (e) => e instanceof SettingError && e.message.startsWith(`${name}=`), `${name}=${value}`);
+  }
+  assert.equal(checkSettings({ SERVICE_WELCOME_CREDITS: "0" }).SERVICE_WELCOME_CREDITS, "0", "0 grants nothing, and is allowed");
 });
 
 test("durations parse as Go's time.ParseDuration does", () => {

@@ -11,6 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"decisiongateway/shared/contract"
+	"decisiongateway/wasm-host/hostconfig"
 )
 
 // cmdDev runs every generated Worker in one `wrangler dev` (workerd on this
@@ -40,10 +43,20 @@ func cmdDev(args []string, stdout io.Writer) error {
 	if settings["LIBSQL_URL"] == "" {
 		return errors.New("LIBSQL_URL is not set in -env-file: the Workers need a libSQL server (sqld) over HTTP; migrate it first with `bin/gateway admin migrate`")
 	}
+	// Every setting is checked before workerd starts, by the rules the
+	// wazero host applies at its start (and the Workers apply again on
+	// their first request): a bad value stops here, named.
+	for k, v := range settings {
+		if row := contract.SettingNamed(k); row != nil && v != "" {
+			if _, err := hostconfig.Check(row, v); err != nil {
+				return fmt.Errorf("%s: %w", *envFile, err)
+			}
+		}
+	}
 	var vars, front strings.Builder
 	for k, v := range settings {
 		fmt.Fprintf(&vars, "%s=%s\n", k, strconv.Quote(v))
-		if !isSecret(k) || slices.Contains(FrontSecrets, k) {
+		if !contract.IsSecret(k) || slices.Contains(FrontSecrets, k) {
 			fmt.Fprintf(&front, "%s=%s\n", k, strconv.Quote(v))
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"decisiongateway/schema"
+	"decisiongateway/shared/contract"
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/routes"
 )
@@ -168,23 +169,20 @@ func readVars(path string) (map[string]string, error) {
 	vars := map[string]string{}
 	for _, a := range lines {
 		switch {
-		case isSecret(a.name):
+		case contract.IsSecret(a.name):
 			return nil, fmt.Errorf("%s:%d: %s is a secret; set it with `wrangler secret put` or deploy's --secrets-file, never in [vars]", path, a.line, a.name)
 		case !slices.Contains(exposed, a.name):
 			return nil, fmt.Errorf("%s:%d: %s is not a setting modules read (%s)", path, a.line, a.name, strings.Join(exposed, ", "))
 		}
-		vars[a.name] = a.value
+		// Checked by the setting's rule here, as the wazero host checks it
+		// at start, so a bad value stops generate rather than a deploy.
+		v, err := hostconfig.Check(contract.SettingNamed(a.name), a.value)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, a.line, err)
+		}
+		vars[a.name] = v
 	}
 	return vars, nil
-}
-
-// isSecret is the secret rule of schema/abi.md.
-func isSecret(name string) bool {
-	switch name {
-	case "UPSTREAM_API_KEY", "LIBSQL_AUTH_TOKEN", "LIBSQL_URL", "MAIL_API_KEY":
-		return true
-	}
-	return strings.HasSuffix(name, "_SECRET") || strings.HasSuffix(name, "_TOKEN") || strings.HasSuffix(name, "_KEY")
 }
 
 // generate writes every Worker's directory and the manifest. It replaces
@@ -281,7 +279,7 @@ func writeFunction(o genOptions, m *Manifest, f FunctionEntry, dir string, wasm 
 		return err
 	}
 	cfg, err := json.MarshalIndent(map[string]any{
-		"name": f.Function, "version": f.Version, "sha256": f.SHA256, "routes": f.Routes, "exposed": hostconfig.Exposed(),
+		"name": f.Function, "version": f.Version, "sha256": f.SHA256, "routes": f.Routes,
 	}, "", "  ")
 	if err != nil {
 		return err

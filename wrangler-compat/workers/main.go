@@ -35,6 +35,7 @@ Flags may come before or after the arguments. watch judges the canary on
 the counts the function Workers write to the ledger (LIBSQL_URL), with the
 wazero hosts' analysis, and steps through STEPS (1,10,50), promotes after
 the last, or rolls back (a rolled-back version is refused unless -force).
+  go run ./wrangler-compat/workers contract-js [-out FILE]   # regenerate src/contract.gen.js
 
 FILE for -routes is what 'bin/gateway routes' prints ('-' reads standard input).
 -out defaults to wrangler-compat/generated.
@@ -55,6 +56,8 @@ func main() {
 		err = cmdDeploy(os.Args[2:], os.Stdout)
 	case "release":
 		err = cmdRelease(os.Args[2:], os.Stdout)
+	case "contract-js":
+		err = cmdContractJS(os.Args[2:])
 	default:
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -169,5 +170,18 @@ func TestFrontGetsTheLedgerSecretsOnly(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "none.json"), []byte(`{"UPSTREAM_API_KEY":"sk-up"}`), 0o600)
 	if out, err := filterSecrets(filepath.Join(dir, "none.json"), FrontSecrets, filepath.Join(dir, "none.front")); err != nil || out != "" {
 		t.Errorf("no ledger secret: %q %v", out, err)
+	}
+}
+
+// The Workers shim's copy of the contract is generated from the Go tables;
+// a change to them without `make contract-js` fails here, so the two hosts
+// never run on different tables.
+func TestContractJSIsCurrent(t *testing.T) {
+	have, err := os.ReadFile(filepath.Join("..", "..", ContractJS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(have, contractJS()) {
+		t.Fatalf("%s is stale: run `make contract-js` (go run ./wrangler-compat/workers contract-js)", ContractJS)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/guest"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
@@ -33,9 +34,9 @@ func handle(env *platform.Env, req *abi.Request) abi.Response {
 		var m map[string]int
 		m["boom"] = 1 // nil map write: a Go panic, a trap in the module
 	case "/error":
-		return policy.Error(500, policy.CodeInternal, "canaryv2 fails on purpose")
+		return policy.Error(contract.InternalError, "canaryv2 fails on purpose")
 	case "/bad":
-		return policy.Error(400, "invalid_request", "canaryv2 refuses on purpose")
+		return policy.Error(contract.InvalidRequest, "canaryv2 refuses on purpose")
 	case "/slow":
 		x := uint64(len(req.Path)) | 1
 		for range 6_000_000 { // xorshift: CPU work the compiler cannot drop

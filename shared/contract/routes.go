@@ -1,0 +1,51 @@
+package contract
+
+// Auth is what a route asks of its caller before its function does
+// anything else. The function checks it; the table says it so that a
+// reader, the route docs and the Workers generator need not read code.
+type Auth string
+
+const (
+	// Public routes take no credential.
+	Public Auth = "public"
+	// APIKey routes take Authorization: Bearer <API key> (spec §4).
+	APIKey Auth = "api_key"
+	// Session routes take the console's session cookie and refuse a Bearer.
+	Session Auth = "session"
+)
+
+// Route maps one method and path pattern to a function. A pattern segment
+// starting with ':' matches any one non-empty segment.
+type Route struct {
+	Method   string `json:"method"`
+	Pattern  string `json:"pattern"`
+	Function string `json:"function"`
+	Auth     Auth   `json:"auth"`
+	// MaxBody is the largest request body the host reads for this route (0:
+	// DefaultMaxBody); a larger one is refused with 413 body_too_large
+	// before any function runs, so it costs nothing.
+	MaxBody int64 `json:"maxBody"`
+}
+
+// DecisionBodyLimit is the raw body limit of decision requests (spec §8).
+const DecisionBodyLimit = 65536
+
+// DefaultMaxBody bounds the bodies of routes that set no limit of their own.
+const DefaultMaxBody = 1 << 20
+
+// Routes is every route the gateway serves. A route whose module is not
+// built answers 503 function_unavailable.
+var Routes = []Route{
+	{"POST", "/v1/service", "decide", APIKey, DecisionBodyLimit},
+	{"GET", "/v1/models", "models", APIKey, 0},
+	{"GET", "/api/service/config", "config", Public, 0},
+	{"GET", "/api/service/keys", "keys", Session, 0},
+	{"POST", "/api/service/keys", "keys", Session, 4096},
+	{"DELETE", "/api/service/keys/:id", "keys", Session, 0},
+	{"GET", "/api/service/usage", "usage", Session, 0},
+	{"POST", "/api/service/playground", "playground", Session, DecisionBodyLimit},
+	{"POST", "/api/service/auth/signin", "auth", Public, 4096},
+	{"GET", "/api/service/auth/verify", "auth", Public, 0},
+	{"POST", "/api/service/auth/signout", "auth", Session, 0},
+	{"GET", "/api/service/auth/session", "auth", Session, 0},
+}

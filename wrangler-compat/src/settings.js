@@ -1,0 +1,64 @@
+// The settings a function Worker serves with, checked once per isolate by
+// the rules the wazero host applies at its start (wasm-host/hostconfig.Check):
+// the same table (contract.gen.js, generated from shared/contract), one
+// checker per kind. A Worker has no start of its own, so the check runs on
+// its first request; a bad setting makes it answer every request 503
+// misconfigured, naming the setting, instead of serving with a value the
+// other host would refuse.
+//
+// The Workers read the settings modules read (and secrets, which are plain
+// text): those are the rows checked here. GATEWAY_* settings of the wazero
+// host alone (pool size, proxies, timeouts of its HTTP server) are not read
+// on Workers and not checked.
+
+import { SETTINGS } from "./contract.gen.js";
+import { parseDuration } from "./duration.js";
+
+/** A setting that fails its rule; the message names it, as the Go host's. */
+export class SettingError extends Error {}
+
+/** CHECKS holds each kind's test; a value that fails it is refused with the row's rule. */
+const CHECKS = {
+  text: () => true,
+  int: (v, s) => /^[+-]?\d+$/.test(v) && Number(v) >= (s.min ?? 0),
+  duration: (v) => parseDuration(v) > 0,
+  enum: (v, s) => s.values.some((want) => want.toLowerCase() === v.toLowerCase()),
+  flag: (v) => v === "0" || v === "1",
+  url: (v) => httpURL(v),
+  origin: (v) => httpURL(v) && new URL(v).origin === v,
+};
+
+/** canonical is an enum's value as the table spells it; any other value as given. */
+function canonical(v, s) {
+  return s.kind === "enum" ? s.values.find((want) => want.toLowerCase() === v.toLowerCase()) : v;
+}
+
+function httpURL(v) {
+  try {
+    const u = new URL(v);
+    return (u.protocol === "http:" || u.protocol === "https:") && u.hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
+/** text is a setting's value as a string: [vars] may hold numbers and booleans. */
+export function text(v) {
+  return typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? String(v) : "";
+}
+
+/**
+ * checkSettings returns env with every set setting the Workers read in its
+ * canonical spelling, or throws SettingError naming the first bad one.
+ */
+export function checkSettings(env) {
+  const out = { ...env };
+  for (const s of SETTINGS) {
+    if (!s.module && !s.secret) continue;
+    const v = text(env[s.name]);
+    if (v === "") continue;
+    if (!CHECKS[s.kind](v, s)) throw new SettingError(`${s.name}=${JSON.stringify(v)}: want ${s.rule}`);
+    out[s.name] = canonical(v, s);
+  }
+  return out;
+}
