@@ -20,14 +20,7 @@ const committed = "../../schema/openapi.json"
 
 func generate(t *testing.T) (Source, []byte) {
 	t.Helper()
-	md, err := os.ReadFile("../../schema/errors.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := FromMain(md)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := FromContract()
 	doc, err := Build(src)
 	if err != nil {
 		t.Fatal(err)
