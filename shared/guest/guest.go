@@ -26,11 +26,6 @@ var (
 		Hasher:    hasher{},
 	}
 
-	// inBuf holds the request the host wrote through gateway_alloc; outBuf the
-	// last encoded response. Both stay referenced so the GC keeps them while
-	// the host reads or writes them.
-	inBuf  []byte
-	outBuf []byte
 	// scratch receives import results; grown when a result does not fit.
 	scratch = make([]byte, 16<<10)
 	msg     []byte
@@ -41,20 +36,6 @@ func Serve(h platform.Handler) { handler = h }
 
 //go:wasmexport gateway_abi_version
 func abiVersion() uint32 { return abi.Version }
-
-// gateway_alloc returns a buffer of n bytes for the next request.
-//
-//go:wasmexport gateway_alloc
-func alloc(n uint32) uint32 {
-	if uint32(cap(inBuf)) < n {
-		inBuf = make([]byte, n)
-	}
-	inBuf = inBuf[:n]
-	if n == 0 {
-		return 0
-	}
-	return uint32(uintptr(unsafe.Pointer(&inBuf[0])))
-}
 
 // gateway_handle decodes the request in the alloc'd buffer, runs the handler
 // and returns the encoded response as ptr<<32 | len.
@@ -68,11 +49,7 @@ func handle(ptr, n uint32) uint64 {
 	} else {
 		resp = handler(&env, &req)
 	}
-	outBuf = abi.AppendResponse(outBuf[:0], &resp)
-	if len(outBuf) == 0 {
-		return 0
-	}
-	return uint64(uintptr(unsafe.Pointer(&outBuf[0])))<<32 | uint64(len(outBuf))
+	return respond(&resp)
 }
 
 func ptrOf(b []byte) uint32 {

@@ -21,7 +21,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/platform"
@@ -43,8 +42,6 @@ var (
 		Config:    envConfig{},
 		Logger:    &lineLogger{},
 	}
-	inBuf  []byte
-	outBuf []byte
 )
 
 // Serve registers the function's handler. Call it from init.
@@ -59,18 +56,6 @@ func abiVersion() uint32 { return abi.Version }
 //go:wasmexport gateway_sockets
 func sockets() uint32 { return 1 }
 
-//go:wasmexport gateway_alloc
-func alloc(n uint32) uint32 {
-	if uint32(cap(inBuf)) < n {
-		inBuf = make([]byte, n)
-	}
-	inBuf = inBuf[:n]
-	if n == 0 {
-		return 0
-	}
-	return uint32(uintptr(unsafe.Pointer(&inBuf[0])))
-}
-
 //go:wasmexport gateway_handle
 func handle(ptr, n uint32) uint64 {
 	req, err := abi.DecodeRequest(inBuf[:n])
@@ -82,11 +67,7 @@ func handle(ptr, n uint32) uint64 {
 		env.Logger.(*lineLogger).requestID = req.RequestID
 		resp = Run(&env, handler, &req)
 	}
-	outBuf = abi.AppendResponse(outBuf[:0], &resp)
-	if len(outBuf) == 0 {
-		return 0
-	}
-	return uint64(uintptr(unsafe.Pointer(&outBuf[0])))<<32 | uint64(len(outBuf))
+	return respond(&resp)
 }
 
 // Run serves one request to its end: every Await the handler asks for is
