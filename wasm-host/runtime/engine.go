@@ -47,8 +47,8 @@ type Options struct {
 	// With the pool size it bounds a function's guest memory: instances
 	// are held only while they compute (schema/abi.md, "Awaiting"), so a
 	// small pool suffices and memory does not grow with requests in flight.
-	// Modules are built with TinyGo's leaking allocator (an arena per
-	// instance), so this is how their memory is reclaimed.
+	// A module's heap is reset after every call (arena.go), so an
+	// instance's memory is what its largest call needed; this bounds it.
 	RecycleBytes uint32
 	// Sockets, when set, makes this an engine for the socket build's
 	// modules (sockets.go) instead of the ABI build's.
@@ -253,6 +253,7 @@ type instance struct {
 	handle  api.Function
 	version api.Function
 	state   callState
+	arena   *arena          // nil for a module without one (the socket build)
 	sockets *socketInstance // nil for the ABI build
 }
 
@@ -281,11 +282,17 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: instantiate %s: %w", m.name, err)
 	}
+	ar, err := openArena(ctx, mod)
+	if err != nil {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("runtime: instantiate %s: %w", m.name, err)
+	}
 	return &instance{
 		mod:     mod,
 		alloc:   mod.ExportedFunction("gateway_alloc"),
 		handle:  mod.ExportedFunction("gateway_handle"),
 		version: mod.ExportedFunction("gateway_abi_version"),
+		arena:   ar,
 	}, nil
 }
 

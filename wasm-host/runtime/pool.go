@@ -122,8 +122,9 @@ func (f *Function) release(inst *instance) {
 		return
 	}
 	if inst.mod.Memory().Size() > f.module.engine.recycle {
-		// The arena is full: replace the instance off the request path, so
-		// the next caller finds a warm one instead of paying instantiation.
+		// A large call grew its memory: replace the instance off the
+		// request path, so the next caller finds a warm one instead of
+		// paying instantiation, and memory stays bounded by the pool.
 		inst.close(context.Background())
 		f.recycled.Add(1)
 		go func() {
@@ -203,6 +204,10 @@ func (f *Function) run(ctx context.Context, req *abi.Request) (abi.Response, err
 			return abi.Response{}, fmt.Errorf("%w: %v", context.Cause(ctx), err)
 		}
 		return abi.Response{}, err
+	}
+	if inst.arena != nil && !inst.arena.reset(inst.mod) {
+		f.discard(inst)
+		return resp, nil
 	}
 	f.release(inst)
 	return resp, nil

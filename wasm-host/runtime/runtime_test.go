@@ -267,3 +267,81 @@ func TestModuleWithoutABIExportsIsRefused(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A call starts from the state _initialize left, whatever earlier calls on
+// the same instance did to globals and the heap (schema/abi.md, "The
+// arena"), and an instance's memory stays at what its largest call needed:
+// no instance is replaced because calls filled its heap.
+func TestEveryCallStartsFromInitsState(t *testing.T) {
+	f, _ := newTestFunction(t, 1)
+	for i := range 50 {
+		resp := call(t, f, abi.Request{Path: "/remember", RequestID: "r" + strconv.Itoa(i), Body: bytes.Repeat([]byte{'x'}, 64<<10)})
+		if string(resp.Body) != "1 init" {
+			t.Fatalf("call %d saw %q, want %q (the state init left)", i, resp.Body, "1 init")
+		}
+	}
+	body := make([]byte, 1<<20)
+	for i := range body {
+		body[i] = byte(i)
+	}
+	var size uint32
+	for i := range 40 {
+		resp := call(t, f, abi.Request{Path: "/echo", Body: body})
+		if !bytes.Equal(resp.Body, body) {
+			t.Fatalf("call %d: echo differs", i)
+		}
+		inst := <-f.idle
+		if i == 0 {
+			size = inst.mod.Memory().Size()
+		} else if got := inst.mod.Memory().Size(); got != size {
+			t.Fatalf("call %d: memory %d bytes, after the first call %d", i, got, size)
+		}
+		f.idle <- inst
+	}
+	if s := f.Stats(); s.Created != 1 || s.Recycled != 0 || s.Discarded != 0 {
+		t.Fatalf("stats %+v: want one instance serving every call", s)
+	}
+}
+
+// An arena whose state a guest broke is not reset, and so its instance is
+// not reused (Function.run discards it).
+func TestBrokenArenaIsNotReset(t *testing.T) {
+	f, _ := newTestFunction(t, 1)
+	call(t, f, abi.Request{Path: "/echo"})
+	inst := <-f.idle
+	defer func() { f.idle <- inst }()
+	if inst.arena == nil {
+		t.Fatal("testguest has no arena: is it built with -gc=custom (scripts/build-functions.sh)?")
+	}
+	if !inst.arena.reset(inst.mod) {
+		t.Fatal("an intact arena was not reset")
+	}
+	mem := inst.mod.Memory()
+	for _, next := range []uint32{inst.arena.mark - 16, mem.Size() + 16} {
+		mem.WriteUint32Le(inst.arena.state+8, next)
+		if inst.arena.reset(inst.mod) {
+			t.Errorf("next=%d (mark %d, memory %d): reset", next, inst.arena.mark, mem.Size())
+		}
+	}
+	mem.WriteUint32Le(inst.arena.state+8, inst.arena.mark)
+}
+
+// Randomness never comes from memory the arena puts back: wasi-libc's
+// arc4random keeps its generator in globals, which would give every call the
+// same bytes (shared/guest/arena.go).
+func TestRandomnessDiffersFromCallToCall(t *testing.T) {
+	f, _ := newTestFunction(t, 1)
+	seen := map[string]bool{}
+	for i := range 20 {
+		words := strings.Fields(string(call(t, f, abi.Request{Path: "/random"}).Body))
+		if len(words) != 2 {
+			t.Fatalf("call %d: %q", i, words)
+		}
+		for _, w := range words {
+			if seen[w] {
+				t.Fatalf("call %d repeated %s", i, w)
+			}
+			seen[w] = true
+		}
+	}
+}

@@ -60,7 +60,44 @@ export class Instance {
     const version = inst.exports.gateway_abi_version?.();
     if (version !== abi.ABI_VERSION) throw new VersionError(version);
     self.handleExport = WebAssembly.promising(inst.exports.gateway_handle);
+    if (inst.exports.gateway_arena) self.#openArena(inst.exports.gateway_arena());
     return self;
+  }
+
+  /**
+   * openArena keeps what a call must start from: the guest's globals and the
+   * heap _initialize left, [start, mark) (schema/abi.md, "The arena").
+   */
+  #openArena(state) {
+    const view = new DataView(this.exports.memory.buffer);
+    const start = view.getUint32(state, true);
+    const mark = view.getUint32(state + 4, true);
+    if (start > mark || view.getUint32(state + 8, true) !== mark || state + 16 > mark) {
+      throw new Error(`gateway_arena: inconsistent state start=${start} mark=${mark}`);
+    }
+    this.arena = { state, start, mark, snapshot: this.#bytes().slice(start, mark) };
+  }
+
+  /**
+   * resetArena puts back what init left and zeroes what the call allocated,
+   * [mark, next). An instance whose arena state cannot be trusted is not
+   * reused (reusable()).
+   */
+  #resetArena() {
+    const a = this.arena;
+    const bytes = this.#bytes();
+    const next = new DataView(bytes.buffer).getUint32(a.state + 8, true);
+    if (next < a.mark || next > bytes.length) {
+      this.broken = true;
+      return;
+    }
+    bytes.set(a.snapshot, a.start);
+    bytes.fill(0, a.mark, next);
+  }
+
+  /** reusable reports whether the instance may serve another call. */
+  reusable() {
+    return !this.broken;
   }
 
   constructor(name) {
@@ -68,6 +105,8 @@ export class Instance {
     this.wasi = new Wasi(name);
     this.exports = null;
     this.handleExport = null;
+    this.arena = null; // see #openArena; null for a module without one
+    this.broken = false;
     this.pending = null; // the result kept for take(), at most one
     this.ctx = null;
   }
@@ -195,7 +234,9 @@ export class Instance {
       const outPtr = Number(BigInt.asUintN(64, packed) >> 32n);
       const outLen = Number(BigInt.asUintN(32, packed));
       if (outLen === 0) throw new Error("module returned an empty response");
-      return abi.decodeResponse(this.#read(outPtr, outLen));
+      const response = abi.decodeResponse(this.#read(outPtr, outLen));
+      if (this.arena) this.#resetArena();
+      return response;
     } finally {
       this.wasi.flush();
       this.ctx = null;

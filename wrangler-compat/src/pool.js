@@ -15,10 +15,12 @@
 // ledger. A request that finds them all busy waits for one until its
 // deadline, then gets 503 overloaded.
 //
-// Memory: modules use TinyGo's leaking allocator, so an instance is an arena.
-// One whose memory passes RECYCLE_BYTES is dropped after its call and a fresh
-// one made when needed, which bounds a function's memory in an isolate to
-// about MAX_INSTANCES × RECYCLE_BYTES (32 MiB), well inside 128 MB.
+// Memory: a module's heap is an arena the instance resets after every call
+// (host.js, schema/abi.md "The arena"), so its memory is what its largest
+// call needed. One whose memory passes RECYCLE_BYTES is dropped after its
+// call and a fresh one made when needed, which bounds a function's memory in
+// an isolate to about MAX_INSTANCES × RECYCLE_BYTES (32 MiB), well inside
+// 128 MB.
 
 import { Instance } from "./host.js";
 
@@ -137,7 +139,7 @@ export class Pool {
 
   #release(inst, state) {
     if (state === "expired") return; // already written off
-    if (state === "ok" && inst.memoryBytes() <= RECYCLE_BYTES) {
+    if (state === "ok" && inst.reusable() && inst.memoryBytes() <= RECYCLE_BYTES) {
       this.idle.push(inst);
       this.#wake();
       return;

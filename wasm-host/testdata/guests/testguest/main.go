@@ -5,6 +5,9 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	mrand "math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -28,8 +31,32 @@ func query(req *abi.Request, name string) string {
 	return ""
 }
 
+// remembered is changed by /remember: a global, and a map that grows on the
+// heap. A call must never see what an earlier call left in them.
+var (
+	calls      int
+	remembered = map[string]string{"init": "kept"}
+)
+
 func handle(env *platform.Env, req *abi.Request) abi.Response {
 	switch req.Path {
+	case "/random":
+		// 16 bytes from crypto/rand and a number from math/rand/v2: both
+		// must differ from call to call, though every call starts from
+		// the memory init left.
+		b := make([]byte, 16)
+		rand.Read(b)
+		return abi.Response{Status: 200, Body: []byte(hex.EncodeToString(b) + " " + strconv.FormatUint(mrand.Uint64(), 16))}
+	case "/remember":
+		// Answers what earlier calls left, then leaves some more: the global
+		// count, the map's keys, and a new entry holding this call's body.
+		calls++
+		keys := make([]string, 0, len(remembered))
+		for k := range remembered {
+			keys = append(keys, k)
+		}
+		remembered[req.RequestID] = string(req.Body)
+		return abi.Response{Status: 200, Body: []byte(strconv.Itoa(calls) + " " + strings.Join(keys, ","))}
 	case "/echo":
 		// The request comes back whole: metadata as headers, body unchanged.
 		h := abi.Headers{
