@@ -1,31 +1,31 @@
-//go:build tinygo.wasm && gc.custom
+//go:build tinygo.wasm && gc.leaking
 
 package guest
 
-// The module's heap (schema/abi.md, "The arena"). Modules are built with
-// TinyGo's -gc=custom and this file is the collector: a bump allocator whose
-// every call's allocations the host throws away when the call returns.
+// The module's heap as an arena the host resets after every call
+// (schema/abi.md, "The arena"). Modules are built with TinyGo's -gc=leaking:
+// a bump allocator that never frees, and, unlike -gc=custom, no shadow stack
+// of GC roots in every function (TinyGo keeps one on wasm for any collector
+// that scans: 14% more code in the decision module, and work on every call).
 //
-// After _initialize the host calls gateway_arena, which marks where the
-// heap ends after init, and copies the module's globals and that heap
-// [start, mark). After every call it copies them back and zeroes
-// [mark, next), so each call starts from the state init left, on memory
-// that stays allocated: nothing a call did outlives it, no instance has to
-// be replaced because its heap filled up, and the host's own heap sees no
-// new linear memories under load.
+// After _initialize the host calls gateway_arena, which reports where the
+// heap ends after init and where TinyGo keeps its heap pointer and heap end,
+// and copies the module's globals and init's heap [start, mark). After every
+// call it copies them back, zeroes [mark, next) (TinyGo does not zero what it
+// allocates on wasm: fresh pages are zero) and sets the heap end to the
+// memory's size, which a call may have grown. So each call starts from the
+// state init left, on memory that stays allocated: nothing a call did
+// outlives it, and no instance is replaced because its heap filled up.
 
-import (
-	"runtime"
-	"unsafe"
-)
+import "unsafe"
 
-// arenaState is read by the host at the address gateway_arena returns: three
+// arenaState is read by the host at the address gateway_arena returns: four
 // little-endian u32s, in this order.
 type arenaState struct {
-	start uint32 // the first byte after the stack: globals, then the heap
-	mark  uint32 // the heap's end after init: a call's allocations start here
-	next  uint32 // the next free byte; memory above it is zero
-	end   uint32 // linear memory's size as last seen
+	start    uint32 // the first byte after the stack: globals, then the heap
+	mark     uint32 // the heap's end after init: a call's allocations start here
+	nextAddr uint32 // where TinyGo keeps the next free byte (runtime.heapptr)
+	endAddr  uint32 // where TinyGo keeps the heap's end (runtime.heapEnd)
 }
 
 var arena arenaState
@@ -33,89 +33,26 @@ var arena arenaState
 //go:extern __global_base
 var globalBase [0]byte
 
-//go:extern __heap_base
-var heapBase [0]byte
+//go:extern runtime.heapptr
+var heapptr uintptr
 
-//export llvm.wasm.memory.size.i32
-func memorySize(index int32) int32
-
-//export llvm.wasm.memory.grow.i32
-func memoryGrow(index int32, delta int32) int32
+//go:extern runtime.heapEnd
+var heapEnd uintptr
 
 //go:linkname runtimePanic runtime.runtimePanic
 func runtimePanic(msg string)
-
-const pageSize = 64 << 10
-
-//go:linkname initHeap runtime.initHeap
-func initHeap() {
-	arena.start = uint32(uintptr(unsafe.Pointer(&globalBase)))
-	arena.next = uint32(uintptr(unsafe.Pointer(&heapBase)))
-	arena.mark = arena.next
-	arena.end = uint32(memorySize(0)) * pageSize
-}
-
-// arenaAlloc is runtime.alloc. Memory above arena.next is zero (fresh pages,
-// or zeroed by the host after the last call), so nothing is cleared here.
-//
-//go:linkname arenaAlloc runtime.alloc
-func arenaAlloc(size uintptr, layout unsafe.Pointer) unsafe.Pointer {
-	p := arena.next
-	next := p + (uint32(size)+15)&^15
-	if next > arena.end || next < p {
-		arenaGrow(next, next < p)
-	}
-	arena.next = next
-	return unsafe.Pointer(uintptr(p))
-}
-
-// arenaGrow makes linear memory reach need, doubling it when it can so a
-// call that allocates a lot grows it a few times, not once per page.
-func arenaGrow(need uint32, overflow bool) {
-	if overflow {
-		runtimePanic("out of memory")
-	}
-	have := uint32(memorySize(0)) * pageSize
-	if need > have {
-		pages := int32((need - have + pageSize - 1) / pageSize)
-		double := memorySize(0)
-		if double < pages || memoryGrow(0, double) < 0 {
-			if memoryGrow(0, pages) < 0 {
-				runtimePanic("out of memory")
-			}
-		}
-		have = uint32(memorySize(0)) * pageSize
-	}
-	arena.end = have
-}
-
-//go:linkname arenaFree runtime.free
-func arenaFree(ptr unsafe.Pointer) {}
-
-//go:linkname markRoots runtime.markRoots
-func markRoots(start, end uintptr) {}
-
-//go:linkname arenaGC runtime.GC
-func arenaGC() {}
-
-//go:linkname setFinalizer runtime.SetFinalizer
-func setFinalizer(obj interface{}, finalizer interface{}) {}
-
-//go:linkname readMemStats runtime.ReadMemStats
-func readMemStats(m *runtime.MemStats) {
-	used := uint64(arena.next - arena.mark)
-	*m = runtime.MemStats{
-		HeapAlloc: used, HeapInuse: used, Alloc: used, TotalAlloc: used,
-		HeapSys: uint64(arena.end - arena.mark), Sys: uint64(arena.end),
-	}
-}
 
 // gateway_arena marks the end of init's heap and tells the host where the
 // arena's state lives. The host calls it once, right after _initialize.
 //
 //go:wasmexport gateway_arena
 func arenaExport() uint32 {
-	arena.mark = arena.next
+	arena = arenaState{
+		start:    uint32(uintptr(unsafe.Pointer(&globalBase))),
+		mark:     uint32(heapptr),
+		nextAddr: uint32(uintptr(unsafe.Pointer(&heapptr))),
+		endAddr:  uint32(uintptr(unsafe.Pointer(&heapEnd))),
+	}
 	return uint32(uintptr(unsafe.Pointer(&arena)))
 }
 

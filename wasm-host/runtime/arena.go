@@ -12,13 +12,13 @@ import (
 // every call (schema/abi.md, "The arena"; shared/guest/arena.go).
 const exportArena = "gateway_arena"
 
-// arena is the host's side of a module's resettable heap: the address of the
-// guest's arena state and a copy of memory [start, mark) as _initialize
-// left it.
+// arena is the host's side of a module's resettable heap: where the guest
+// keeps its heap pointer and heap end, and a copy of memory [start, mark)
+// as _initialize left it.
 type arena struct {
-	state       uint32 // address of the guest's {start, mark, next, end}
-	start, mark uint32
-	snapshot    []byte
+	start, mark       uint32
+	nextAddr, endAddr uint32
+	snapshot          []byte
 }
 
 // openArena asks a freshly initialized instance where its arena is and
@@ -33,33 +33,37 @@ func openArena(ctx context.Context, mod api.Module) (*arena, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", exportArena, err)
 	}
-	a := &arena{state: uint32(res[0])}
-	mem, ok := mod.Memory().Read(0, mod.Memory().Size())
-	if !ok || uint64(a.state)+16 > uint64(len(mem)) {
-		return nil, fmt.Errorf("%s: state at %d is outside memory", exportArena, a.state)
+	mem, _ := mod.Memory().Read(0, mod.Memory().Size())
+	state := uint64(uint32(res[0]))
+	if state+16 > uint64(len(mem)) {
+		return nil, fmt.Errorf("%s: state at %d is outside memory", exportArena, state)
 	}
-	a.start = binary.LittleEndian.Uint32(mem[a.state:])
-	a.mark = binary.LittleEndian.Uint32(mem[a.state+4:])
-	if next := binary.LittleEndian.Uint32(mem[a.state+8:]); a.start > a.mark || next != a.mark || uint64(a.mark) > uint64(len(mem)) || a.state < a.start || a.state+16 > a.mark {
-		return nil, fmt.Errorf("%s: inconsistent state start=%d mark=%d next=%d", exportArena, a.start, a.mark, next)
+	u32 := func(at uint64) uint32 { return binary.LittleEndian.Uint32(mem[at:]) }
+	a := &arena{start: u32(state), mark: u32(state + 4), nextAddr: u32(state + 8), endAddr: u32(state + 12)}
+	inside := func(addr uint32) bool { return addr >= a.start && uint64(addr)+4 <= uint64(a.mark) }
+	if a.start > a.mark || uint64(a.mark) > uint64(len(mem)) || !inside(a.nextAddr) || !inside(a.endAddr) ||
+		u32(uint64(a.nextAddr)) != a.mark || uint64(u32(uint64(a.endAddr))) > uint64(len(mem)) {
+		return nil, fmt.Errorf("%s: inconsistent state %+v", exportArena, *a)
 	}
 	a.snapshot = append([]byte(nil), mem[a.start:a.mark]...)
 	return a, nil
 }
 
-// reset puts back what init left in [start, mark) and zeroes what the call
-// allocated, [mark, next). It reports false when the guest's state is not
-// one a reset can trust; the instance must then be discarded.
+// reset puts back what init left in [start, mark), zeroes what the call
+// allocated, [mark, next), and sets the heap's end to the memory's size. It
+// reports false when the guest's heap pointer is not one a reset can trust;
+// the instance must then be discarded.
 func (a *arena) reset(mod api.Module) bool {
 	mem, ok := mod.Memory().Read(0, mod.Memory().Size())
 	if !ok {
 		return false
 	}
-	next := binary.LittleEndian.Uint32(mem[a.state+8:])
+	next := binary.LittleEndian.Uint32(mem[a.nextAddr:])
 	if next < a.mark || uint64(next) > uint64(len(mem)) {
 		return false
 	}
 	copy(mem[a.start:a.mark], a.snapshot)
 	clear(mem[a.mark:next])
+	binary.LittleEndian.PutUint32(mem[a.endAddr:], uint32(len(mem)))
 	return true
 }

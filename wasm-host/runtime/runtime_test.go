@@ -311,19 +311,19 @@ func TestBrokenArenaIsNotReset(t *testing.T) {
 	inst := <-f.idle
 	defer func() { f.idle <- inst }()
 	if inst.arena == nil {
-		t.Fatal("testguest has no arena: is it built with -gc=custom (scripts/build-functions.sh)?")
+		t.Fatal("testguest has no arena: is it built by scripts/build-functions.sh?")
 	}
 	if !inst.arena.reset(inst.mod) {
 		t.Fatal("an intact arena was not reset")
 	}
 	mem := inst.mod.Memory()
 	for _, next := range []uint32{inst.arena.mark - 16, mem.Size() + 16} {
-		mem.WriteUint32Le(inst.arena.state+8, next)
+		mem.WriteUint32Le(inst.arena.nextAddr, next)
 		if inst.arena.reset(inst.mod) {
 			t.Errorf("next=%d (mark %d, memory %d): reset", next, inst.arena.mark, mem.Size())
 		}
 	}
-	mem.WriteUint32Le(inst.arena.state+8, inst.arena.mark)
+	mem.WriteUint32Le(inst.arena.nextAddr, inst.arena.mark)
 }
 
 // Randomness never comes from memory the arena puts back: wasi-libc's

@@ -66,33 +66,39 @@ export class Instance {
 
   /**
    * openArena keeps what a call must start from: the guest's globals and the
-   * heap _initialize left, [start, mark) (schema/abi.md, "The arena").
+   * heap _initialize left, [start, mark), and where TinyGo keeps its heap
+   * pointer and heap end (schema/abi.md, "The arena").
    */
   #openArena(state) {
-    const view = new DataView(this.exports.memory.buffer);
-    const start = view.getUint32(state, true);
-    const mark = view.getUint32(state + 4, true);
-    if (start > mark || view.getUint32(state + 8, true) !== mark || state + 16 > mark) {
+    const bytes = this.#bytes();
+    const view = new DataView(bytes.buffer);
+    const [start, mark, nextAddr, endAddr] = [0, 4, 8, 12].map((o) => view.getUint32(state + o, true));
+    const inside = (addr) => addr >= start && addr + 4 <= mark;
+    if (start > mark || mark > bytes.length || !inside(nextAddr) || !inside(endAddr) ||
+        view.getUint32(nextAddr, true) !== mark) {
       throw new Error(`gateway_arena: inconsistent state start=${start} mark=${mark}`);
     }
-    this.arena = { state, start, mark, snapshot: this.#bytes().slice(start, mark) };
+    this.arena = { start, mark, nextAddr, endAddr, snapshot: bytes.slice(start, mark) };
   }
 
   /**
-   * resetArena puts back what init left and zeroes what the call allocated,
-   * [mark, next). An instance whose arena state cannot be trusted is not
-   * reused (reusable()).
+   * resetArena puts back what init left, zeroes what the call allocated,
+   * [mark, next), and sets the heap's end to the memory's size, which the
+   * call may have grown. An instance whose heap pointer cannot be trusted is
+   * not reused (reusable()).
    */
   #resetArena() {
     const a = this.arena;
     const bytes = this.#bytes();
-    const next = new DataView(bytes.buffer).getUint32(a.state + 8, true);
+    const view = new DataView(bytes.buffer);
+    const next = view.getUint32(a.nextAddr, true);
     if (next < a.mark || next > bytes.length) {
       this.broken = true;
       return;
     }
     bytes.set(a.snapshot, a.start);
     bytes.fill(0, a.mark, next);
+    view.setUint32(a.endAddr, bytes.length, true);
   }
 
   /** reusable reports whether the instance may serve another call. */
