@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
 	"decisiongateway/shared/ledgerq"
 	"log/slog"
 	"net/http"
@@ -42,6 +43,7 @@ type App struct {
 	Metrics *metrics.Host
 	handler http.Handler
 	ready   readyCache
+	traffic *traffic // what background warming yields to (startup.go)
 }
 
 // releasePoll is how often a host reads the release table from the ledger:
@@ -76,9 +78,12 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	// Modules compile in the background while the host already listens, in
 	// route table order, the decision first; a request for a function not
 	// yet loaded waits for that one alone (startup.go).
-	modules := map[string][]byte{}
+	// Each module is hashed once: the hash is its version (canary) and the
+	// key of its instrumented form in the cache (runtime).
+	versions := map[string]canary.Version{}
 	loads := make(chan *Function, len(routes.Table))
-	a.warm(loads)
+	a.traffic = newTraffic()
+	a.warm(loads, a.traffic)
 	for _, name := range functionNames(routes.Table) {
 		path := filepath.Join(cfg.FunctionsDir, name+".wasm")
 		wasm, err := os.ReadFile(path)
@@ -86,8 +91,10 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 			log.Warn("function module missing; its routes answer 503", "function", name, "path", path)
 			continue
 		}
-		modules[name] = wasm
-		a.Functions[name] = a.loader(name, wasm)
+		sum := sha256.Sum256(wasm)
+		versions[name] = canary.VersionOfSum(name, sum)
+		a.Functions[name] = a.loader(name, wasm, sum)
+		a.Functions[name].traffic = a.traffic
 		loads <- a.Functions[name]
 	}
 	close(loads)
@@ -122,7 +129,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	handlers := map[string]server.Handler{}
 	for _, name := range functionNames(routes.Table) {
 		if f, ok := a.Functions[name]; ok {
-			handlers[name] = a.Releases.Add(name, modules[name], f)
+			handlers[name] = a.Releases.Add(name, versions[name], f)
 		}
 	}
 	// A release that cannot be applied (its module fails to load) leaves

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"decisiongateway/testkit/hosttest"
 	"decisiongateway/testkit/sqldtest"
@@ -129,4 +130,43 @@ func TestUnknownRouteAndWrongMethodArePlatformErrors(t *testing.T) {
 			t.Errorf("Allow = %q", resp.Header.Get("Allow"))
 		}
 	}
+}
+
+// A fresh host loads the decision module first and the others once it has
+// answered a call: its first decision does not share the CPU with compiles
+// of modules it does not use (startup.go).
+func TestOtherModulesLoadAfterTheFirstAnswer(t *testing.T) {
+	h := hosttest.Start(t, map[string]string{})
+	fns := h.App.Functions
+	waitFor := func(what string, ok func() bool) time.Time {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !ok(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within a minute", what)
+			}
+		}
+		return time.Now()
+	}
+	loaded := waitFor("decide loaded", fns["decide"].Loaded)
+	early := map[string]bool{}
+	for name, f := range fns {
+		if name != "decide" && f.Loaded() {
+			early[name] = true
+		}
+	}
+	// Only meaningful well inside the one second warming waits for.
+	if time.Since(loaded) < 500*time.Millisecond && len(early) > 0 {
+		t.Fatalf("loaded before any answer: %v", early)
+	}
+	if resp, _ := get(t, "GET", h.URL+"/api/service/config"); resp.StatusCode != 200 {
+		t.Fatalf("config: %d", resp.StatusCode)
+	}
+	waitFor("every module loaded", func() bool {
+		for _, f := range fns {
+			if !f.Loaded() {
+				return false
+			}
+		}
+		return true
+	})
 }

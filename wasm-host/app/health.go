@@ -102,7 +102,11 @@ func (a *App) Ready(ctx context.Context) Readiness {
 		r.Checks.Functions = "missing"
 		r.Reasons = append(r.Reasons, "functions missing: "+strings.Join(r.MissingFunctions, ", "))
 	case len(loading) > 0:
-		// Modules compile in the background after start (startup.go).
+		// Modules compile in the background after start (startup.go),
+		// without waiting for traffic once readiness is asked for.
+		if a.traffic != nil {
+			a.traffic.hurryUp()
+		}
 		r.Checks.Functions = "loading"
 		r.Reasons = append(r.Reasons, "functions still loading: "+strings.Join(loading, ", "))
 	}

@@ -28,6 +28,8 @@ type Function struct {
 	// done is what loading gave, set once; nil until then, so it can be
 	// read without waiting on once.
 	done atomic.Pointer[loaded]
+	// traffic counts the host's calls in flight (warm waits for them).
+	traffic *traffic
 }
 
 type loaded struct {
@@ -35,10 +37,10 @@ type loaded struct {
 	err error
 }
 
-func (a *App) loader(name string, wasm []byte) *Function {
-	return &Function{name: name, version: canary.VersionOf(name, wasm).Label(), load: func() (*wrt.Function, error) {
+func (a *App) loader(name string, wasm []byte, sum [32]byte) *Function {
+	return &Function{name: name, version: canary.VersionOfSum(name, sum).Label(), load: func() (*wrt.Function, error) {
 		ctx := context.Background()
-		m, err := a.Engine.Compile(ctx, name, wasm)
+		m, err := a.Engine.CompileSum(ctx, name, wasm, sum)
 		if err != nil {
 			a.Log.Error("function module does not load; its routes answer 503", "function", name, "error", err.Error())
 			return nil, err
@@ -67,6 +69,10 @@ func (f *Function) Failed() bool { d := f.done.Load(); return d != nil && d.err 
 // not the function's: the request's deadline is moved by the time spent
 // waiting for it.
 func (f *Function) Handle(ctx context.Context, req *abi.Request) (abi.Response, error) {
+	if f.traffic != nil {
+		f.traffic.busy.Add(1)
+		defer f.traffic.done()
+	}
 	var fn *wrt.Function
 	if d := f.done.Load(); d != nil && d.fn != nil {
 		fn = d.fn
@@ -93,14 +99,71 @@ func (f *Function) Close() {
 	}
 }
 
+// traffic is what background warming yields to: the calls in flight, and
+// whether the host has answered one yet.
+type traffic struct {
+	busy      atomic.Int64
+	once      sync.Once
+	answered  chan struct{} // closed when the first call finishes
+	hurryOnce sync.Once
+	hurry     chan struct{} // closed when a readiness probe asks for every module
+	// patience for the first answer and for a moment without calls
+	firstAnswer, idle time.Duration
+}
+
+func newTraffic() *traffic {
+	return &traffic{answered: make(chan struct{}), hurry: make(chan struct{}), firstAnswer: firstAnswerPatience, idle: idlePatience}
+}
+
+// hurryUp makes warming stop waiting: an orchestrator's readiness probe
+// wants every module loaded, and a host that is not ready gets no traffic
+// to wait for.
+func (t *traffic) hurryUp() { t.hurryOnce.Do(func() { close(t.hurry) }) }
+
+func (t *traffic) done() {
+	t.busy.Add(-1)
+	t.once.Do(func() { close(t.answered) })
+}
+
+// Background warming waits up to firstAnswerPatience for the host's first
+// answer, then up to idlePatience for no call to be in flight before each
+// module: a fresh host's first decision does not share two cores with the
+// compile of modules it does not use (it took 4 ms instead of 2), and a host
+// restarted under traffic still warms every module within seconds. A
+// readiness probe (ReadyPath) ends the waiting at once.
+const (
+	firstAnswerPatience = time.Second
+	idlePatience        = 100 * time.Millisecond
+)
+
 // warm loads the modules sent on loads in the background, one at a time
 // in the order sent: a request for a module not loaded yet loads it at once
 // on its own goroutine, and should not share the CPU with more than one
-// background compile.
-func (a *App) warm(loads <-chan *Function) {
+// background compile. The first module (the decision) loads at once; the
+// others yield to traffic (see firstAnswerPatience).
+func (a *App) warm(loads <-chan *Function, t *traffic) {
 	go func() {
+		first := true
 		for f := range loads {
+			if !first {
+				t.yield()
+			}
+			first = false
 			f.Ready()
 		}
 	}()
+}
+
+// yield waits for the first answer, then for a moment without calls in
+// flight, each within its patience, unless a readiness probe hurries it.
+func (t *traffic) yield() {
+	select {
+	case <-t.hurry:
+		return
+	case <-t.answered:
+	case <-time.After(t.firstAnswer):
+	}
+	for deadline := time.Now().Add(t.idle); t.busy.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -98,7 +98,7 @@ func startHostOn(t *testing.T, url string, abandon func(context.Context, string)
 	h.store = h.table.Store()
 	srv := &server.Server{
 		Routes:    []routes.Route{{Method: "GET", Pattern: "/:any", Function: function}},
-		Functions: map[string]server.Handler{function: h.table.Add(function, h.v1, pool)},
+		Functions: map[string]server.Handler{function: h.table.Add(function, canary.VersionOf(function, h.v1), pool)},
 		Timeout:   10 * time.Second,
 		Log:       log,
 	}

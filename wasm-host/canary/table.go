@@ -84,13 +84,13 @@ func NewTable(o Options) *Table {
 // Store is the ledger state the Table follows.
 func (t *Table) Store() *Store { return t.store }
 
-// Add registers a function with its built module (wasm, served by fn) and
-// returns the Release that serves it. Until the ledger names another stable
-// version, everyone gets the built one. fn stays the caller's to close.
-func (t *Table) Add(function string, wasm []byte, fn Handler) *Release {
+// Add registers a function with its built module (version v, served by fn)
+// and returns the Release that serves it. Until the ledger names another
+// stable version, everyone gets the built one. fn stays the caller's to
+// close.
+func (t *Table) Add(function string, v Version, fn Handler) *Release {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	v := VersionOf(function, wasm)
 	b := &variant{version: v, fn: fn, stats: t.stats.stats(v)}
 	t.built[function] = b
 	t.live[function] = map[string]*variant{v.SHA256: b}

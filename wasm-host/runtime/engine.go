@@ -128,15 +128,22 @@ func (e *Engine) Close(ctx context.Context) error {
 // interrupt), compiles it and checks that it speaks this ABI version. The
 // module's name and version (its hash) stay those of the bytes given.
 func (e *Engine) Compile(ctx context.Context, name string, wasm []byte) (*Module, error) {
-	out, cached, err := e.instrument(wasm)
+	return e.CompileSum(ctx, name, wasm, sha256.Sum256(wasm))
+}
+
+// CompileSum is Compile for a module whose SHA-256 the caller already has
+// (the host hashes each module once for its version label, and a start
+// should not pay for hashing it again).
+func (e *Engine) CompileSum(ctx context.Context, name string, wasm []byte, sum [32]byte) (*Module, error) {
+	out, cached, err := e.instrument(wasm, sum)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %s: %w", name, err)
 	}
 	cm, err := e.rt.CompileModule(ctx, out)
 	if err != nil && cached {
 		// A damaged cache entry: replace it, as if there had been none.
-		_ = os.Remove(e.instrumentedPath(wasm))
-		if out, _, err = e.instrument(wasm); err == nil {
+		_ = os.Remove(e.instrumentedPath(sum))
+		if out, _, err = e.instrument(wasm, sum); err == nil {
 			cm, err = e.rt.CompileModule(ctx, out)
 		}
 	}
@@ -186,12 +193,12 @@ func (e *Engine) Compile(ctx context.Context, name string, wasm []byte) (*Module
 // every start, on the path to the first answer, and the cache directory is
 // already trusted with wazero's compiled machine code. cached reports that
 // out came from the cache.
-func (e *Engine) instrument(wasm []byte) (out []byte, cached bool, err error) {
+func (e *Engine) instrument(wasm []byte, sum [32]byte) (out []byte, cached bool, err error) {
 	if e.cacheDir == "" {
 		out, err = interrupt.Instrument(wasm)
 		return out, false, err
 	}
-	path := e.instrumentedPath(wasm)
+	path := e.instrumentedPath(sum)
 	if b, err := os.ReadFile(path); err == nil {
 		return b, true, nil
 	}
@@ -212,9 +219,9 @@ func (e *Engine) instrument(wasm []byte) (out []byte, cached bool, err error) {
 	return out, false, nil
 }
 
-// instrumentedPath is where instrument keeps wasm's instrumented form.
-func (e *Engine) instrumentedPath(wasm []byte) string {
-	sum := sha256.Sum256(wasm)
+// instrumentedPath is where instrument keeps the instrumented form of the
+// module whose SHA-256 is sum.
+func (e *Engine) instrumentedPath(sum [32]byte) string {
 	return filepath.Join(e.cacheDir, "instrumented", fmt.Sprintf("v%d-%x.wasm", interrupt.Version, sum))
 }
 

@@ -52,6 +52,15 @@ func serve(log *slog.Logger, args []string) error {
 			return err
 		}
 	}
+	// The socket listens before the host is built: the kernel completes
+	// connections into its backlog meanwhile, so a client that connects
+	// during the start waits for its answer instead of being refused and
+	// retrying (make bench-load, coldstart).
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -59,10 +68,6 @@ func serve(log *slog.Logger, args []string) error {
 	defer a.Close(context.Background())
 	a.StartSweeper(ctx, 15*time.Second)
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return err
-	}
 	srv := a.HTTPServer()
 	if cfg.MetricsAddr != "" {
 		msrv, err := serveMetrics(a, cfg.MetricsAddr, log)
