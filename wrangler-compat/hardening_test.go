@@ -106,6 +106,10 @@ func TestEchoedUpstreamKeyNeverLeavesEitherHost(t *testing.T) {
 			if json.Unmarshal(doc[1].body, &served) != nil || json.Unmarshal(schema.OpenAPI, &committed) != nil || !reflect.DeepEqual(served, committed) {
 				t.Errorf("/openapi.json on %s is not schema/openapi.json: %d %.200s", p.sides[1].name, doc[1].status, doc[1].body)
 			}
+			// The wazero host loads its other modules after its first
+			// answer or a readiness probe: wait for it as an orchestrator
+			// does before comparing the answers.
+			waitReadyz(t, p.sides[0].url)
 			ready := p.both("GET", "/readyz", "", nil)
 			p.same("/readyz", ready, false, "Content-Type")
 			if ready[0].status != 200 || string(ready[0].body) != `{"ready":true,"checks":{"ledger":"ok","upstream":"ok","functions":"ok"}}` {

@@ -151,6 +151,26 @@ func (p *process) waitReady(url string, ready func(*http.Response) bool) (time.D
 	}
 }
 
+// waitReadyz polls url's /readyz until it answers 200, failing after a
+// deadline generous for a loaded machine.
+func waitReadyz(t testing.TB, url string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/readyz not 200 after 30 s (last: %v)", url, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // freeAddr returns a loopback address with a port that was free a moment
 // ago. Another process may take it first; the server then fails to start and
 // the test says so.

@@ -111,7 +111,11 @@ func (a *App) Ready(ctx context.Context) Readiness {
 		r.Reasons = append(r.Reasons, "functions still loading: "+strings.Join(loading, ", "))
 	}
 	r.Ready = len(r.Reasons) == 0
-	a.ready.at, a.ready.last = time.Now(), r
+	if len(loading) == 0 {
+		// A "loading" answer is not reused: the probe has just hurried the
+		// modules, and the next one should see them as soon as they load.
+		a.ready.at, a.ready.last = time.Now(), r
+	}
 	return r
 }
 
