@@ -37,7 +37,7 @@ var poolFamilies = []struct {
 	{"gateway_pool_requests_awaiting", "gauge", "Requests whose upstream call is in flight; they hold no instance.", func(s runtime.Stats) int64 { return int64(s.Awaiting) }},
 	{"gateway_pool_instances_created_total", "counter", "Instances created (warm-up, growth, replacement).", func(s runtime.Stats) int64 { return int64(s.Created) }},
 	{"gateway_pool_instances_discarded_total", "counter", "Instances thrown away after a trap or a deadline.", func(s runtime.Stats) int64 { return int64(s.Discarded) }},
-	{"gateway_pool_instances_recycled_total", "counter", "Instances replaced because their memory passed the arena bound.", func(s runtime.Stats) int64 { return int64(s.Recycled) }},
+	{"gateway_pool_instances_recycled_total", "counter", "Instances replaced because a call grew their memory past the recycle size.", func(s runtime.Stats) int64 { return int64(s.Recycled) }},
 }
 
 // WatchPools adds the pools that pools returns at each scrape. A version
