@@ -123,6 +123,15 @@ func TestDecisionsAndKeysAgreeOnBothHosts(t *testing.T) {
 	if created[0].status != created[1].status || created[0].header.Get("Content-Type") != created[1].header.Get("Content-Type") {
 		t.Errorf("create key: %d %v / %d %v", created[0].status, created[0].header, created[1].status, created[1].header)
 	}
+	// A second key from the same instance has its own secret and id: each
+	// call starts from init's memory (schema/abi.md, "The arena"), and
+	// randomness must not come from state the reset puts back.
+	second := p.both("POST", "/api/service/keys", `{"name":"ci-2"}`, session("Content-Type", "application/json"))
+	for i, a := range second {
+		if a.status != 201 || keyOf(a) == keyOf(created[i]) || idOf(a) == idOf(created[i]) {
+			t.Errorf("%s: second key: %d %s (first %s)", p.sides[i].name, a.status, a.body, created[i].body)
+		}
+	}
 	listed := p.both("GET", "/api/service/keys", "", session())
 	for i, a := range listed {
 		if a.status != 200 || !strings.Contains(string(a.body), idOf(created[i])) || strings.Contains(string(a.body), keyOf(created[i])) {
