@@ -3,7 +3,6 @@ package client_test
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -127,7 +126,7 @@ type process struct {
 }
 
 func startProcess(t *testing.T, ledgerURL, upstream string, env ...string) *process {
-	p := &process{t: t, addr: freeAddr(t)}
+	p := &process{t: t, addr: testenv.FreeAddr(t)}
 	p.env = append(os.Environ(), "SERVICE_ADDR="+p.addr, "LIBSQL_URL="+ledgerURL, "UPSTREAM_KIND=vendor",
 		"UPSTREAM_URL="+upstream+"/v1", "UPSTREAM_API_KEY="+operatorKey,
 		"GATEWAY_FUNCTIONS_DIR="+filepath.Join(testenv.Root(t), "build", "functions"), "GATEWAY_DATA_DIR="+t.TempDir())
@@ -177,15 +176,6 @@ func (p *process) kill() {
 }
 
 func (p *process) url() string { return "http://" + p.addr }
-
-func freeAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()

@@ -171,19 +171,6 @@ func waitReadyz(t testing.TB, url string) {
 	}
 }
 
-// freeAddr returns a loopback address with a port that was free a moment
-// ago. Another process may take it first; the server then fails to start and
-// the test says so.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // server is a host under test.
 type server struct {
 	name    string
@@ -226,7 +213,7 @@ func startWrangler(t testing.TB, settings map[string]string, genArgs ...string) 
 		writeFile(t, filepath.Join(dir, ".dev.vars"), "AI_REST_URL="+strconv.Quote(settings["AI_REST_URL"])+"\n")
 		configs = append(configs, "-c", filepath.Join(dir, "wrangler.toml"))
 	}
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	args := append([]string{
 		filepath.Join(testenv.Root(t), "wrangler-compat", "node_modules", "wrangler", "bin", "wrangler.js"), "dev",
@@ -268,7 +255,7 @@ func wranglerEnv(t testing.TB, bin string) []string {
 func startGateway(t testing.TB, env map[string]string) server {
 	t.Helper()
 	bin := testenv.Binary(t)
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	environ := append(cleanEnv(), "SERVICE_ADDR="+addr, "SERVICE_ORIGIN=http://"+addr, "GATEWAY_DATA_DIR="+t.TempDir())
 	for k, v := range env {
 		environ = append(environ, k+"="+v)
@@ -387,7 +374,7 @@ func writeFile(t testing.TB, path, content string) {
 }
 
 func mustFreePort(t testing.TB) int {
-	_, port, _ := net.SplitHostPort(freeAddr(t))
+	_, port, _ := net.SplitHostPort(testenv.FreeAddr(t))
 	n, _ := strconv.Atoi(port)
 	return n
 }

@@ -13,6 +13,7 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/ledger"
 )
 
@@ -246,7 +247,7 @@ func TestLedgerOverHrana(t *testing.T) {
 	})
 
 	t.Run("unreachable ledger is an error, not a crash", func(t *testing.T) {
-		r := one(t, "http://"+freeAddr(t), abi.Statement{SQL: "SELECT 1"})
+		r := one(t, "http://"+testenv.FreeAddr(t), abi.Statement{SQL: "SELECT 1"})
 		if r.Err == "" {
 			t.Errorf("result %+v, want an error", r)
 		}

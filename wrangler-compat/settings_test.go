@@ -28,7 +28,7 @@ func TestBadSettingIsRefusedAtStartOnBothHosts(t *testing.T) {
 
 	serve := exec.Command(testenv.Binary(t), "serve")
 	serve.Dir = testenv.Root(t)
-	serve.Env = append(cleanEnv(), "SERVICE_ADDR="+freeAddr(t), "GATEWAY_DATA_DIR="+t.TempDir(), "LIBSQL_URL="+ledger, badSetting+"="+badValue)
+	serve.Env = append(cleanEnv(), "SERVICE_ADDR="+testenv.FreeAddr(t), "GATEWAY_DATA_DIR="+t.TempDir(), "LIBSQL_URL="+ledger, badSetting+"="+badValue)
 	out, err := serve.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), badSetting+`="`+badValue+`": want a whole number ≥ 1`) {
 		t.Errorf("wazero: bin/gateway serve with %s=%s: %v\n%s", badSetting, badValue, err, out)

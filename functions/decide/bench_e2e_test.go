@@ -44,22 +44,7 @@ func benchmarkDecisionPath(b *testing.B, ledger string) {
 	proxy := httptest.NewServer(httputil.NewSingleHostReverseProxy(target))
 	defer proxy.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	send := func(u string) time.Duration {
-		req, _ := http.NewRequest("POST", u, bytes.NewReader([]byte(simpleRequest)))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+key)
-		start := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			b.Fatalf("%s: status %d", u, resp.StatusCode)
-		}
-		return time.Since(start)
-	}
+	send := func(u string) time.Duration { return timedDecision(b, client, u, key) }
 	var viaProxy, viaGateway []time.Duration
 	for b.Loop() {
 		viaProxy = append(viaProxy, send(proxy.URL+"/v1/service"))

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"testing"
+	"time"
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
@@ -117,15 +117,6 @@ func str(s string) abi.Value { return abi.String(s) }
 // hashOfLoopback is the auth counter's scope for requests from 127.0.0.1.
 var hashOfLoopback = keys.HashClient("127.0.0.1")
 
-func freeAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // randomEmail gives each test account its own address.
 func randomEmail() string { return keys.NewAccountID() + "@decide.test" }
 
@@ -141,3 +132,23 @@ func (g *gateway) addKey(acct string) string {
 
 // exec runs one statement on the ledger (test setup and fault injection).
 func (g *gateway) exec(sql string, args ...abi.Value) [][]abi.Value { return g.Rows(sql, args...) }
+
+// timedDecision sends simpleRequest to url with key and returns how long
+// the answer took; anything but a 200 fails the benchmark.
+func timedDecision(b *testing.B, client *http.Client, url, key string) time.Duration {
+	b.Helper()
+	req, _ := http.NewRequest("POST", url, bytes.NewReader([]byte(simpleRequest)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b.Fatalf("%s: status %d", url, resp.StatusCode)
+	}
+	return time.Since(start)
+}

@@ -191,7 +191,7 @@ func TestKilledHostLeavesNoKeyPendingAndNoCreditLost(t *testing.T) {
 	acct, key := g.NewAccount(randomEmail(), 10)
 	gate := make(chan struct{})
 	g.vendor.Handle(gated(gate)) // never answers while the host lives
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cmd := exec.Command(testenv.Binary(t), "serve")
 	cmd.Env = append(os.Environ(), "SERVICE_ADDR="+addr, "LIBSQL_URL="+ledgerURL, "UPSTREAM_KIND=vendor",
 		"UPSTREAM_URL="+g.vendor.URL+"/v1", "UPSTREAM_API_KEY="+operatorKey, "GATEWAY_REQUEST_TIMEOUT=1s",

@@ -22,7 +22,7 @@ func TestGracefulShutdownFinishesInFlightDecision(t *testing.T) {
 	acct, key := g.NewAccount(randomEmail(), 10)
 	gate := make(chan struct{})
 	g.vendor.Handle(gated(gate))
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cmd := exec.Command(testenv.Binary(t), "serve")
 	cmd.Env = append(os.Environ(), "SERVICE_ADDR="+addr, "LIBSQL_URL="+g.App.Config.LedgerURL, "UPSTREAM_KIND=vendor",
 		"UPSTREAM_URL="+g.vendor.URL+"/v1", "UPSTREAM_API_KEY="+operatorKey,

@@ -3,7 +3,6 @@ package decide_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -61,22 +60,7 @@ func BenchmarkSocketBuild(b *testing.B) {
 		_, keys[i] = hosts[i].NewAccount(randomEmail(), 1<<40)
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
-	send := func(i int) time.Duration {
-		req, _ := http.NewRequest("POST", hosts[i].URL+"/v1/service", bytes.NewReader([]byte(simpleRequest)))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+keys[i])
-		start := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			b.Fatalf("%s: status %d", builds[i].name, resp.StatusCode)
-		}
-		return time.Since(start)
-	}
+	send := func(i int) time.Duration { return timedDecision(b, client, hosts[i].URL+"/v1/service", keys[i]) }
 	for i := range builds { // each instance's first decision opens its connections
 		send(i)
 	}

@@ -1,6 +1,10 @@
 package contract
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Kind is how a setting's value is read and checked. Each kind has one
 // checker per host (wasm-host/hostconfig in Go, wrangler-compat/src/settings.js
@@ -142,7 +146,7 @@ func IsSecret(name string) bool {
 func RuleOf(s *Setting) string {
 	switch s.Kind {
 	case Int:
-		return "a whole number ≥ " + itoa(s.Min)
+		return "a whole number ≥ " + strconv.Itoa(s.Min)
 	case Duration:
 		return "a Go duration > 0 (30s, 24h)"
 	case Enum:
@@ -159,12 +163,15 @@ func RuleOf(s *Setting) string {
 	return "any text"
 }
 
-func itoa(n int) string {
-	if n < 0 {
-		return "-" + itoa(-n)
-	}
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
+// IntValue reads an Int setting's value that its rule has checked (0 if
+// it does not parse, which a checked value always does).
+func IntValue(v string) int {
+	n, _ := strconv.Atoi(v)
+	return n
+}
+
+// DurationValue reads a Duration setting's value that its rule has checked.
+func DurationValue(v string) time.Duration {
+	d, _ := time.ParseDuration(v)
+	return d
 }

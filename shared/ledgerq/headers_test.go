@@ -1,6 +1,7 @@
 package ledgerq_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,26 +32,14 @@ func TestBothBuildsReadEachOthersEnvelopes(t *testing.T) {
 	if ledgerq.EnvelopeFormatOf(current) != ledgerq.EnvelopeFormat {
 		t.Fatalf("format of %q = %d", current, ledgerq.EnvelopeFormatOf(current))
 	}
-	if got := previousDecode(current); !equal(got, h) {
+	if got := previousDecode(current); !slices.Equal(got, h) {
 		t.Fatalf("the previous build reads %v from this build's record, want %v", got, h)
 	}
 	previous := "content-type: application/json\nx-upstream-request-id: vrid: 7\n"
-	if got := ledgerq.DecodeHeaders(previous); !equal(got, h) || ledgerq.EnvelopeFormatOf(previous) != 1 {
+	if got := ledgerq.DecodeHeaders(previous); !slices.Equal(got, h) || ledgerq.EnvelopeFormatOf(previous) != 1 {
 		t.Fatalf("this build reads %v (format %d) from the previous build's record", got, ledgerq.EnvelopeFormatOf(previous))
 	}
 	if ledgerq.EnvelopeFormatOf("") != 1 {
 		t.Fatal("an empty envelope is not format 1")
 	}
-}
-
-func equal(a, b abi.Headers) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

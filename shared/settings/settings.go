@@ -9,7 +9,6 @@
 package settings
 
 import (
-	"strconv"
 	"time"
 
 	"decisiongateway/shared/contract"
@@ -86,13 +85,13 @@ func Read(c platform.Config) Settings {
 		UpstreamURL:     get("UPSTREAM_URL"),
 		Emulator:        get("GATEWAY_EMULATOR") == "1",
 		DefaultModel:    get("SERVICE_DEFAULT_MODEL"),
-		RateLimit:       atoi(get("SERVICE_RATE_LIMIT")),
-		ModelsRateLimit: atoi(get("SERVICE_MODELS_RATE_LIMIT")),
-		AuthRateLimit:   atoi(get("SERVICE_AUTH_RATE_LIMIT")),
-		WelcomeCredits:  atoi(get("SERVICE_WELCOME_CREDITS")),
+		RateLimit:       contract.IntValue(get("SERVICE_RATE_LIMIT")),
+		ModelsRateLimit: contract.IntValue(get("SERVICE_MODELS_RATE_LIMIT")),
+		AuthRateLimit:   contract.IntValue(get("SERVICE_AUTH_RATE_LIMIT")),
+		WelcomeCredits:  contract.IntValue(get("SERVICE_WELCOME_CREDITS")),
 		DocsURL:         get("SERVICE_DOCS_URL"),
-		IdempotencyTTL:  duration(get("SERVICE_IDEMPOTENCY_TTL")),
-		RequestTimeout:  duration(get("GATEWAY_REQUEST_TIMEOUT")),
+		IdempotencyTTL:  contract.DurationValue(get("SERVICE_IDEMPOTENCY_TTL")),
+		RequestTimeout:  contract.DurationValue(get("GATEWAY_REQUEST_TIMEOUT")),
 		Dev:             get("GATEWAY_DEV") == "1",
 	}
 	if s.DefaultModel == "" {
@@ -108,15 +107,4 @@ func DefaultModelFor(kind string) string {
 		return "vendor/model"
 	}
 	return "model-latest"
-}
-
-// atoi and duration parse values the host has checked.
-func atoi(v string) int {
-	n, _ := strconv.Atoi(v)
-	return n
-}
-
-func duration(v string) time.Duration {
-	d, _ := time.ParseDuration(v)
-	return d
 }

@@ -5,6 +5,7 @@ package testenv
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -79,4 +80,17 @@ func (o *Output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.buf.String()
+}
+
+// FreeAddr returns a loopback address whose port was free a moment ago.
+// Another process may take it first; the server then fails to start and
+// the test says so.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -94,7 +94,6 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		sum := sha256.Sum256(wasm)
 		versions[name] = canary.VersionOfSum(name, sum)
 		a.Functions[name] = a.loader(name, wasm, sum)
-		a.Functions[name].traffic = a.traffic
 		loads <- a.Functions[name]
 	}
 	close(loads)

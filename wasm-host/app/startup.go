@@ -38,7 +38,7 @@ type loaded struct {
 }
 
 func (a *App) loader(name string, wasm []byte, sum [32]byte) *Function {
-	return &Function{name: name, version: canary.VersionOfSum(name, sum).Label(), load: func() (*wrt.Function, error) {
+	return &Function{name: name, version: canary.VersionOfSum(name, sum).Label(), traffic: a.traffic, load: func() (*wrt.Function, error) {
 		ctx := context.Background()
 		m, err := a.Engine.CompileSum(ctx, name, wasm, sum)
 		if err != nil {

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -83,14 +82,14 @@ func From(getenv func(string) string) (*Config, error) {
 		MailAPIKey:        v["MAIL_API_KEY"],
 		DataDir:           v["GATEWAY_DATA_DIR"],
 		FunctionsDir:      v["GATEWAY_FUNCTIONS_DIR"],
-		PoolSize:          atoi(v["GATEWAY_POOL_SIZE"]),
-		RequestTimeout:    duration(v["GATEWAY_REQUEST_TIMEOUT"]),
+		PoolSize:          contract.IntValue(v["GATEWAY_POOL_SIZE"]),
+		RequestTimeout:    contract.DurationValue(v["GATEWAY_REQUEST_TIMEOUT"]),
 		Origin:            v["SERVICE_ORIGIN"],
 		ForwardedHeader:   v["GATEWAY_FORWARDED_HEADER"],
-		ReadHeaderTimeout: duration(v["GATEWAY_READ_HEADER_TIMEOUT"]),
-		BodyTimeout:       duration(v["GATEWAY_BODY_TIMEOUT"]),
-		IdleTimeout:       duration(v["GATEWAY_IDLE_TIMEOUT"]),
-		MaxHeaderBytes:    atoi(v["GATEWAY_MAX_HEADER_BYTES"]),
+		ReadHeaderTimeout: contract.DurationValue(v["GATEWAY_READ_HEADER_TIMEOUT"]),
+		BodyTimeout:       contract.DurationValue(v["GATEWAY_BODY_TIMEOUT"]),
+		IdleTimeout:       contract.DurationValue(v["GATEWAY_IDLE_TIMEOUT"]),
+		MaxHeaderBytes:    contract.IntValue(v["GATEWAY_MAX_HEADER_BYTES"]),
 		MetricsAddr:       v["GATEWAY_METRICS_ADDR"],
 		Modules:           v["GATEWAY_MODULES"],
 		plain:             map[string]string{},
@@ -117,17 +116,6 @@ func From(getenv func(string) string) (*Config, error) {
 // config import (contract.ModuleSettings). The Workers configuration
 // generator writes this list into each function Worker.
 func Exposed() []string { return contract.ModuleSettings() }
-
-// atoi and duration read values Load has checked.
-func atoi(v string) int {
-	n, _ := strconv.Atoi(v)
-	return n
-}
-
-func duration(v string) time.Duration {
-	d, _ := time.ParseDuration(v)
-	return d
-}
 
 // CheckUpstream refuses an upstream that names a kind without the URL it
 // needs, or a URL without a kind: such a host would start, look ready, and

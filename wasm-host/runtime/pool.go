@@ -137,6 +137,11 @@ func (f *Function) release(inst *instance) {
 		}()
 		return
 	}
+	if inst.arena != nil && !inst.arena.reset(inst.mod) {
+		// The guest's heap pointer cannot be trusted (arena.go).
+		f.discard(inst)
+		return
+	}
 	f.idle <- inst
 }
 
@@ -204,10 +209,6 @@ func (f *Function) run(ctx context.Context, req *abi.Request) (abi.Response, err
 			return abi.Response{}, fmt.Errorf("%w: %v", context.Cause(ctx), err)
 		}
 		return abi.Response{}, err
-	}
-	if inst.arena != nil && !inst.arena.reset(inst.mod) {
-		f.discard(inst)
-		return resp, nil
 	}
 	f.release(inst)
 	return resp, nil

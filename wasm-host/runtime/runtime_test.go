@@ -59,14 +59,21 @@ func (f *fakeServices) services() Services {
 
 func newTestFunction(t *testing.T, size int) (*Function, *fakeServices) {
 	t.Helper()
+	return newGuestFunction(t, Options{CacheDir: t.TempDir()}, "testguests/testguest.wasm", size)
+}
+
+// newGuestFunction compiles the test guest module at wasm (relative to
+// build/) on an engine with opts and pools it.
+func newGuestFunction(t *testing.T, opts Options, wasm string, size int) (*Function, *fakeServices) {
+	t.Helper()
 	ctx := context.Background()
 	fs := &fakeServices{}
-	e, err := NewEngine(ctx, Options{CacheDir: t.TempDir()}, fs.services())
+	e, err := NewEngine(ctx, opts, fs.services())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close(ctx) })
-	m, err := e.Compile(ctx, "testguest", testenv.Wasm(t, "testguests/testguest.wasm"))
+	m, err := e.Compile(ctx, "testguest", testenv.Wasm(t, wasm))
 	if err != nil {
 		t.Fatal(err)
 	}

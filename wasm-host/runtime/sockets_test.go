@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -20,23 +19,7 @@ import (
 // (build/testguests-socket) with env as its environment.
 func newSocketFunction(t *testing.T, size int, env ...string) (*Function, *fakeServices) {
 	t.Helper()
-	ctx := context.Background()
-	fs := &fakeServices{}
-	e, err := NewEngine(ctx, Options{CacheDir: socketCache(t), Sockets: &Sockets{Environ: env}}, fs.services())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close(ctx) })
-	m, err := e.Compile(ctx, "testguest", testenv.Wasm(t, "testguests-socket/testguest.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := NewFunction(ctx, m, size, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
-	return f, fs
+	return newGuestFunction(t, Options{CacheDir: socketCache(t), Sockets: &Sockets{Environ: env}}, "testguests-socket/testguest.wasm", size)
 }
 
 // handleWithin runs req under a deadline and fails the test if the call
@@ -127,7 +110,7 @@ func TestSocketBuildReachesLedgerAndConfinesKey(t *testing.T) {
 	if r := fetch(other.URL+"/", "upstream"); r.Headers.Get("x-fetch-error") != abi.FetchErrDenied {
 		t.Fatalf("the upstream key for another origin: %v", r.Headers)
 	}
-	if r := fetch("http://"+unusedAddr(t)+"/", ""); r.Headers.Get("x-fetch-error") != abi.FetchErrDenied {
+	if r := fetch("http://"+testenv.FreeAddr(t)+"/", ""); r.Headers.Get("x-fetch-error") != abi.FetchErrDenied {
 		t.Fatalf("an origin not allowed: %v", r.Headers)
 	}
 	if len(got) != 1 || got[0] != "Bearer "+key {
@@ -146,15 +129,6 @@ func TestSocketBuildReachesLedgerAndConfinesKey(t *testing.T) {
 			return
 		}
 	}
-}
-
-func unusedAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func TestEngineRefusesTheOtherBuild(t *testing.T) {

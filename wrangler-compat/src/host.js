@@ -82,28 +82,23 @@ export class Instance {
   }
 
   /**
-   * resetArena puts back what init left, zeroes what the call allocated,
-   * [mark, next), and sets the heap's end to the memory's size, which the
-   * call may have grown. An instance whose heap pointer cannot be trusted is
-   * not reused (reusable()).
+   * reset readies the instance for its next call: it puts back what init
+   * left, zeroes what the call allocated, [mark, next), and sets the heap's
+   * end to the memory's size, which the call may have grown. It returns
+   * false when the guest's heap pointer cannot be trusted: the instance must
+   * not be reused. The pool calls it only for an instance it keeps.
    */
-  #resetArena() {
+  reset() {
     const a = this.arena;
+    if (!a) return true;
     const bytes = this.#bytes();
     const view = new DataView(bytes.buffer);
     const next = view.getUint32(a.nextAddr, true);
-    if (next < a.mark || next > bytes.length) {
-      this.broken = true;
-      return;
-    }
+    if (next < a.mark || next > bytes.length) return false;
     bytes.set(a.snapshot, a.start);
     bytes.fill(0, a.mark, next);
     view.setUint32(a.endAddr, bytes.length, true);
-  }
-
-  /** reusable reports whether the instance may serve another call. */
-  reusable() {
-    return !this.broken;
+    return true;
   }
 
   constructor(name) {
@@ -112,7 +107,6 @@ export class Instance {
     this.exports = null;
     this.handleExport = null;
     this.arena = null; // see #openArena; null for a module without one
-    this.broken = false;
     this.pending = null; // the result kept for take(), at most one
     this.ctx = null;
   }
@@ -240,9 +234,7 @@ export class Instance {
       const outPtr = Number(BigInt.asUintN(64, packed) >> 32n);
       const outLen = Number(BigInt.asUintN(32, packed));
       if (outLen === 0) throw new Error("module returned an empty response");
-      const response = abi.decodeResponse(this.#read(outPtr, outLen));
-      if (this.arena) this.#resetArena();
-      return response;
+      return abi.decodeResponse(this.#read(outPtr, outLen));
     } finally {
       this.wasi.flush();
       this.ctx = null;

@@ -139,7 +139,7 @@ export class Pool {
 
   #release(inst, state) {
     if (state === "expired") return; // already written off
-    if (state === "ok" && inst.reusable() && inst.memoryBytes() <= RECYCLE_BYTES) {
+    if (state === "ok" && inst.memoryBytes() <= RECYCLE_BYTES && inst.reset()) {
       this.idle.push(inst);
       this.#wake();
       return;

@@ -5,7 +5,6 @@ import (
 	"context"
 	"debug/elf"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -105,7 +104,7 @@ func TestContainerfileBuildsAServingImage(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(out)
 	})
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	env := []string{"PATH=" + os.Getenv("PATH"), "UPSTREAM_KIND=vendor", "UPSTREAM_URL=" + vendor.URL + "/v1"}
 	for _, e := range c.Env {
 		e = strings.ReplaceAll(e, "/data", data)
@@ -168,13 +167,4 @@ func checkStatic(t *testing.T, path string) {
 	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
 		t.Errorf("image /gateway needs %v", libs)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

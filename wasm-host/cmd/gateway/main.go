@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"decisiongateway/wasm-host/buildinfo"
@@ -137,23 +138,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 func find(args []string) (*command, []string) {
 	for i := range commands {
 		words := strings.Fields(commands[i].name)
-		if len(args) >= len(words) && slicesEqual(args[:len(words)], words) {
+		if len(args) >= len(words) && slices.Equal(args[:len(words)], words) {
 			return &commands[i], args[len(words):]
 		}
 	}
 	return nil, nil
-}
-
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // runRelease checks the release subcommand against the release usage,

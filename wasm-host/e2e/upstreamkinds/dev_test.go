@@ -1,7 +1,6 @@
 package upstreamkinds_test
 
 import (
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,7 +28,7 @@ func TestServeDevAnswersWithEveryKind(t *testing.T) {
 	} {
 		t.Run("kind="+tc.kind, func(t *testing.T) {
 			dir := t.TempDir()
-			addr := freeAddr(t)
+			addr := testenv.FreeAddr(t)
 			env := append(os.Environ(),
 				"LIBSQL_URL=file:"+filepath.Join(dir, "ledger.db"), "GATEWAY_DATA_DIR="+dir,
 				"GATEWAY_FUNCTIONS_DIR="+filepath.Join(testenv.Root(t), "build", "functions"),
@@ -84,15 +83,6 @@ func TestServeDevAnswersWithEveryKind(t *testing.T) {
 			}
 		})
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // waitReady polls url until the server answers (the server compiles its
