@@ -15,9 +15,9 @@
 // ledger. A request that finds them all busy waits for one until its
 // deadline, then gets 503 overloaded.
 //
-// Memory: a module's heap is an arena the instance resets after every call
-// (host.js, schema/abi.md "The arena"), so its memory is what its largest
-// call needed. One whose memory passes RECYCLE_BYTES is dropped after its
+// Memory: a module's heap is an arena reset after every call the pool keeps
+// the instance for (Instance.reset, schema/abi.md "The arena"), so its
+// memory is what its largest call needed. One whose memory passes RECYCLE_BYTES is dropped after its
 // call and a fresh one made when needed, which bounds a function's memory in
 // an isolate to about MAX_INSTANCES × RECYCLE_BYTES (32 MiB), well inside
 // 128 MB.
