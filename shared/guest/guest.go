@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/platform"
 )
 
@@ -31,8 +32,16 @@ var (
 	msg     []byte
 )
 
-// Serve registers the function's handler. Call it from init.
-func Serve(h platform.Handler) { handler = h }
+// Serve registers the function's handler and reads the settings a module
+// may read. Call it from init: what init leaves is what every call starts
+// from (schema/abi.md, "The arena"), so settings read here are read once
+// per instance, not a dozen host calls per request.
+func Serve(h platform.Handler) {
+	handler = h
+	for _, name := range contract.ModuleSettings() {
+		config{}.Get(name)
+	}
+}
 
 //go:wasmexport gateway_abi_version
 func abiVersion() uint32 { return abi.Version }
@@ -147,7 +156,8 @@ func (model) Run(r *abi.AIRequest) (abi.AIResponse, error) {
 }
 
 // config caches what the host answers: settings are fixed for a host's
-// life, and a request reads about a dozen of them.
+// life, and a request reads about a dozen of them. Serve fills the cache at
+// init; a name read later is asked for then (and forgotten at the reset).
 type config struct{}
 
 var settingsRead = map[string]string{}

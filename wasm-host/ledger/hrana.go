@@ -61,7 +61,13 @@ func newHranaClient(url, authToken string) (*hranaClient, error) {
 	u.RawQuery = ""
 	u.Fragment = ""
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/v2/pipeline"
-	return &hranaClient{pipeline: u.String(), token: authToken, http: &http.Client{}}, nil
+	// sqld compresses an answer when asked, and Go's transport asks by
+	// default: gzip cost the server more CPU per batch than running it,
+	// and the writer as much again to inflate it. Answers are a few KiB on
+	// a near link; they travel as they are.
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DisableCompression = true
+	return &hranaClient{pipeline: u.String(), token: authToken, http: &http.Client{Transport: t}}, nil
 }
 
 // The JSON shapes of Hrana v2 that the executor uses.

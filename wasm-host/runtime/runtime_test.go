@@ -12,15 +12,17 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/testkit/testenv"
 )
 
 // fakeServices records what the guest asked for; the ledger answers
 // SELECTs of literal arguments itself, which is all the test guest runs.
 type fakeServices struct {
-	mu   sync.Mutex
-	logs []abi.LogRecord
-	out  bytes.Buffer
+	mu      sync.Mutex
+	logs    []abi.LogRecord
+	out     bytes.Buffer
+	configs map[string]int // config import calls by name
 }
 
 func (f *fakeServices) services() Services {
@@ -39,6 +41,12 @@ func (f *fakeServices) services() Services {
 			return abi.AIResponse{Status: 200, Output: a.Input}
 		},
 		Config: func(name string) string {
+			f.mu.Lock()
+			if f.configs == nil {
+				f.configs = map[string]int{}
+			}
+			f.configs[name]++
+			f.mu.Unlock()
 			if name == "SERVICE_RATE_LIMIT" {
 				return "77"
 			}
@@ -279,6 +287,25 @@ func TestModuleWithoutABIExportsIsRefused(t *testing.T) {
 // the same instance did to globals and the heap (schema/abi.md, "The
 // arena"), and an instance's memory stays at what its largest call needed:
 // no instance is replaced because calls filled its heap.
+// Settings are fixed for a host's life: a module asks for each once, while
+// it initialises, and its calls find them in what init left (schema/abi.md,
+// "Settings").
+func TestSettingsAreReadOncePerInstanceAtInit(t *testing.T) {
+	f, fs := newTestFunction(t, 1)
+	for range 5 {
+		if got := call(t, f, abi.Request{Path: "/config", Query: "name=SERVICE_RATE_LIMIT"}); string(got.Body) != "77" {
+			t.Fatalf("config = %q, want 77", got.Body)
+		}
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for _, name := range contract.ModuleSettings() {
+		if fs.configs[name] != 1 {
+			t.Errorf("%s asked for %d times, want once at init", name, fs.configs[name])
+		}
+	}
+}
+
 func TestEveryCallStartsFromInitsState(t *testing.T) {
 	f, _ := newTestFunction(t, 1)
 	for i := range 50 {

@@ -96,7 +96,9 @@ export function functionWorker({ name, module, version, sha256, routes }) {
       headers,
       body,
     };
-    pool ??= new Pool(name, module);
+    // The env is the isolate's, the same for every request it serves:
+    // instances read their settings from it once, as they initialise.
+    pool ??= new Pool(name, module, env);
     const timeoutMs = requestTimeout(env);
     const deadline = Date.now() + timeoutMs;
     try {

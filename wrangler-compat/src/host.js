@@ -43,10 +43,13 @@ export class Instance {
   /**
    * create instantiates module and runs its _initialize. It must run inside a
    * request: the TinyGo runtime reads randomness and the clock while it
-   * initialises, which workerd refuses at global scope.
+   * initialises, which workerd refuses at global scope. env is the Worker's
+   * checked env: a module reads its settings while it initialises, once
+   * (schema/abi.md, "Settings").
    */
-  static async create(name, module) {
+  static async create(name, module, env = {}) {
     const self = new Instance(name);
+    self.ctx = { env };
     const imports = {
       wasi_snapshot_preview1: self.wasi.imports(module),
       gateway: self.#gatewayImports(),
@@ -57,6 +60,7 @@ export class Instance {
     // promising lets a Suspending import run during initialisation too. The
     // version is asked after it: TinyGo exports refuse calls before it.
     if (inst.exports._initialize) await WebAssembly.promising(inst.exports._initialize)();
+    self.ctx = null;
     const version = inst.exports.gateway_abi_version?.();
     if (version !== abi.ABI_VERSION) throw new VersionError(version);
     self.handleExport = WebAssembly.promising(inst.exports.gateway_handle);
@@ -190,7 +194,7 @@ export class Instance {
     };
   }
 
-  /** The request's env; empty outside a request (during _initialize). */
+  /** The request's env, or during _initialize the pool's; empty otherwise. */
   #env() {
     return this.ctx?.env ?? {};
   }

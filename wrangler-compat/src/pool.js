@@ -48,9 +48,10 @@ export class DeadlineExceeded extends Error {
 
 /** Pool holds the instances of one compiled module. */
 export class Pool {
-  constructor(name, module) {
+  constructor(name, module, env) {
     this.name = name;
     this.module = module;
+    this.env = env; // the settings' source while an instance initialises
     this.idle = [];
     this.live = 0; // instances created and not discarded, idle or busy
     this.waiters = []; // resolve functions of requests waiting for a slot
@@ -99,7 +100,7 @@ export class Pool {
       if (this.live < MAX_INSTANCES) {
         this.live++;
         try {
-          return await Instance.create(this.name, this.module);
+          return await Instance.create(this.name, this.module, this.env);
         } catch (e) {
           this.#free();
           throw e;
