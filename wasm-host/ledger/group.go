@@ -363,9 +363,28 @@ func (e *Executor) writerConn(ctx context.Context) (*sql.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !e.remote {
+			_ = c.Raw(keepWAL)
+		}
 		e.conn = c
 	}
 	return e.conn, nil
+}
+
+// keepWAL asks SQLite to leave the WAL file in place when the connection
+// closes (SQLITE_FCNTL_PERSIST_WAL) instead of checkpointing it away and
+// deleting it: otherwise every start re-created the -wal and -shm files
+// inside its first write, which made the first decision after a start
+// 0.3–0.4 ms slower (traced from exec to the first answer). Nothing
+// committed is affected: the WAL is still checkpointed into the database
+// as before; only the emptied file stays.
+func keepWAL(dc any) error {
+	if c, ok := dc.(interface {
+		FileControlPersistWAL(schema string, mode int) (int, error)
+	}); ok {
+		_, _ = c.FileControlPersistWAL("main", 1)
+	}
+	return nil
 }
 
 // closeConn closes the writer's connection, its prepared statements first.

@@ -123,3 +123,36 @@ func TestRequireMigratedNamesWhatIsMissing(t *testing.T) {
 		}
 	})
 }
+
+// A clean close leaves the WAL file for the next start (persistent WAL)
+// with every commit already in the database file: reopened, the rows are
+// there, and a reader of the database file alone would see them too.
+func TestEmbeddedCloseKeepsTheWALFileAndCheckpoints(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	e, err := OpenWith(testCtx(t), "file:"+path, "", Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, e, stmt("CREATE TABLE t (x)"), stmt("INSERT INTO t VALUES (7)"))
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + "-wal"); err != nil {
+		t.Errorf("the WAL file did not outlive the close: %v", err)
+	}
+	// Copied without its WAL, the database file holds the committed row.
+	alone := filepath.Join(t.TempDir(), "alone.db")
+	db, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, db, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := scalar(t, openT(t, "file:"+alone), "SELECT x FROM t"); got != 7 {
+		t.Errorf("database file alone: x = %d, want 7 (not checkpointed at close)", got)
+	}
+	if got := scalar(t, openT(t, "file:"+path), "SELECT x FROM t"); got != 7 {
+		t.Errorf("reopened: x = %d, want 7", got)
+	}
+}
