@@ -40,6 +40,11 @@
 //     driver level inside Conn.Raw: database/sql would compile every
 //     statement again and start a goroutine per query. A remote server gets
 //     the text every time anyway, so it has no cache.
+//   - Checkpoints beside the writer. On the embedded file a second
+//     connection copies the WAL into the database (PRAGMA
+//     wal_checkpoint(PASSIVE)) every 50 ms after commits, so the writer no
+//     longer stalls every queued batch inside the commit that crosses
+//     SQLite's automatic checkpoint (checkpoint.go).
 //   - Retries. SQLITE_BUSY ("database is locked") from another host, before
 //     anything committed, is retried with jittered exponential backoff for as
 //     long as the caller's context allows.

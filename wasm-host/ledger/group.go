@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"runtime"
+	"strconv"
 	"time"
 
 	"decisiongateway/shared/abi"
@@ -365,6 +366,8 @@ func (e *Executor) writerConn(ctx context.Context) (*sql.Conn, error) {
 		}
 		if !e.remote {
 			_ = c.Raw(keepWAL)
+			// The checkpointer does the copying; this is its backstop.
+			_, _ = c.ExecContext(ctx, "PRAGMA wal_autocheckpoint = "+strconv.Itoa(writerAutoCheckpoint))
 		}
 		e.conn = c
 	}

@@ -79,12 +79,15 @@ type Executor struct {
 	db       *sql.DB
 	remote   bool
 	hrana    *hranaClient // remote servers: whole batches in one request
-	maxGroup int          // batches per transaction; 1 turns group commit off
-	queue    chan *job
-	closing  chan struct{} // closed by Close
-	stopped  chan struct{} // closed when the writer has returned
-	closeMu  sync.Once
-	closeErr error
+	// checkpoints copies the embedded file's WAL into the database beside
+	// the writer (checkpoint.go); nil for a remote server.
+	checkpoints *checkpointer
+	maxGroup    int // batches per transaction; 1 turns group commit off
+	queue       chan *job
+	closing     chan struct{} // closed by Close
+	stopped     chan struct{} // closed when the writer has returned
+	closeMu     sync.Once
+	closeErr    error
 
 	counters counters // what Stats reports
 
@@ -196,6 +199,9 @@ func open(ctx context.Context, url, authToken string, o Options, tune tuning) (*
 	if hc != nil {
 		hc.trips = &e.counters.roundTrips
 	}
+	if !remote {
+		e.checkpoints = startCheckpointer(connector, e.counters.transactions.Load)
+	}
 	go e.write()
 	return e, nil
 }
@@ -204,6 +210,11 @@ func open(ctx context.Context, url, authToken string, o Options, tune tuning) (*
 // and closes the database. Batches still queued fail with ErrClosed.
 func (e *Executor) Close() error {
 	e.closeMu.Do(func() {
+		// The checkpointer's connection closes first: the last one to
+		// close is the writer's, which keeps the WAL file (keepWAL).
+		if e.checkpoints != nil {
+			e.checkpoints.close()
+		}
 		close(e.closing)
 		<-e.stopped
 		if e.hrana != nil {

@@ -1,11 +1,13 @@
 package ledger
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"decisiongateway/schema"
 	"decisiongateway/shared/abi"
@@ -154,5 +156,37 @@ func TestEmbeddedCloseKeepsTheWALFileAndCheckpoints(t *testing.T) {
 	}
 	if got := scalar(t, openT(t, "file:"+path), "SELECT x FROM t"); got != 7 {
 		t.Errorf("reopened: x = %d, want 7", got)
+	}
+}
+
+// Commits reach the database file while the host runs, copied by the
+// checkpointer beside the writer (checkpoint.go): the WAL stays far below
+// the writer's own automatic checkpoint here, so without it the file would
+// not grow until the close.
+func TestEmbeddedCommitsAreCheckpointedBesideTheWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	e := openT(t, "file:"+path)
+	run(t, e, stmt("CREATE TABLE t (x BLOB)"))
+	blob := abi.Bytes(bytes.Repeat([]byte("x"), 1000))
+	for range 100 {
+		run(t, e, stmt("INSERT INTO t VALUES (?)", blob))
+	}
+	const want = 100 * 1000
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("database file is %d bytes 10 s after the commits, want ≥ %d: nothing was checkpointed", fi.Size(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := scalar(t, e, "SELECT count(*) FROM t"); got != 100 {
+		t.Errorf("%d rows, want 100", got)
 	}
 }
