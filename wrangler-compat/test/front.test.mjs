@@ -7,6 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { frontWorker, forwarded } from "../src/front.js";
+import { newRequestId } from "../src/respond.js";
 
 const table = [
   { method: "GET", pattern: "/api/service/config", function: "config", maxBody: 0 },
@@ -111,4 +112,16 @@ test("readiness reports a ledger that does not answer as unreachable", async () 
   const resp = await lonely.fetch(new Request("https://gw.test/readyz"), { LIBSQL_URL: "http://127.0.0.1:1", UPSTREAM_KIND: "edge" });
   assert.equal(resp.status, 503);
   assert.deepEqual(await resp.json(), { ready: false, checks: { ledger: "unreachable", upstream: "ok", functions: "ok" }, reasons: ["ledger unreachable"] });
+});
+
+test("request ids are 32 hex digits that begin with the milliseconds they were made at", () => {
+  const before = Date.now();
+  const ids = Array.from({ length: 50 }, () => newRequestId());
+  const after = Date.now();
+  for (const id of ids) {
+    assert.match(id, /^[0-9a-f]{32}$/);
+    const ms = parseInt(id.slice(0, 12), 16);
+    assert.ok(ms >= before && ms <= after, `${id}: ${ms} not in [${before}, ${after}]`);
+  }
+  assert.equal(new Set(ids.map((id) => id.slice(12))).size, ids.length, "the random part repeats");
 });
