@@ -13,8 +13,6 @@ import (
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/validate"
-
-	"github.com/valyala/fastjson"
 )
 
 // Call is one decision to make.
@@ -187,24 +185,4 @@ func upstreamErrorCode(status int) contract.Code {
 		return contract.UpstreamTimeout
 	}
 	return contract.UpstreamError
-}
-
-// answerMeta reads the resolved model and token counts of a valid answer.
-func answerMeta(body []byte) (model string, in, out int64) {
-	in, out = -1, -1
-	var p fastjson.Parser
-	v, err := p.ParseBytes(body)
-	if err != nil {
-		return "", in, out
-	}
-	model = string(v.GetStringBytes("model"))
-	if u := v.Get("usage"); u != nil {
-		if t := u.Get("input_tokens"); t != nil && t.Type() == fastjson.TypeNumber {
-			in = t.GetInt64()
-		}
-		if t := u.Get("output_tokens"); t != nil && t.Type() == fastjson.TypeNumber {
-			out = t.GetInt64()
-		}
-	}
-	return model, in, out
 }

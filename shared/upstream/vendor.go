@@ -64,10 +64,10 @@ func (v *vendor) answer(c *Call, res *abi.FetchResponse) Outcome {
 		if verr := c.Validator.ValidateAnswer(c.Request, res.Body); verr != nil {
 			return platformFailure(verr.Code, verr.Message, res.Headers)
 		}
-		model, in, out := answerMeta(res.Body)
+		m := c.Validator.Answered()
 		return Outcome{
 			Status: res.Status, Headers: policy.ForwardUpstream(res.Headers, true), Body: res.Body,
-			OK: true, Model: model, InputTokens: in, OutputTokens: out,
+			OK: true, Model: m.Model, InputTokens: m.InputTokens, OutputTokens: m.OutputTokens,
 		}
 	case res.Status >= 400 && res.Status < 600 && isJSON:
 		// A valid JSON error keeps its status and body (spec §7 rule 1).

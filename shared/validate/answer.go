@@ -38,9 +38,11 @@ func (v *Validator) ValidateAnswer(req *Request, body []byte) *Error {
 	if o == nil {
 		return v.fail(contract.InvalidUpstreamAnswer, nil, "the answer must be a JSON object")
 	}
-	if _, ok := stringOf(o.Get("model")); !ok {
+	model, ok := stringOf(o.Get("model"))
+	if !ok {
 		return v.fail(contract.InvalidUpstreamAnswer, seg1("model"), "must be a string")
 	}
+	meta := AnswerMeta{Model: model, InputTokens: -1, OutputTokens: -1}
 	if u := o.Get("usage"); u != nil && u.Type() != fastjson.TypeNull {
 		uo := u.GetObject()
 		if uo == nil {
@@ -54,6 +56,11 @@ func (v *Validator) ValidateAnswer(req *Request, body []byte) *Error {
 			if n, ok := number(t); !ok || n < 0 || n != math.Trunc(n) {
 				return v.fail(contract.InvalidUpstreamAnswer, append(seg1("usage"), pathSeg{key: k, idx: -1}), "must be a non-negative integer")
 			}
+			if k == "input_tokens" {
+				meta.InputTokens = t.GetInt64()
+			} else {
+				meta.OutputTokens = t.GetInt64()
+			}
 		}
 	}
 	as := o.Get("answers").GetObject()
@@ -65,8 +72,24 @@ func (v *Validator) ValidateAnswer(req *Request, body []byte) *Error {
 			return e
 		}
 	}
+	// The parser's buffer is reused by the next answer; the model is kept
+	// in the Validator's own, so accepting an answer allocates nothing.
+	v.model = append(v.model[:0], meta.Model...)
+	meta.Model = str(v.model)
+	v.meta = meta
 	return nil
 }
+
+// AnswerMeta is what the ledger records of an accepted answer.
+type AnswerMeta struct {
+	Model                     string // the answer's model, as the upstream resolved it
+	InputTokens, OutputTokens int64  // -1: absent or null
+}
+
+// Answered returns the AnswerMeta of the last answer ValidateAnswer
+// accepted, read while it was checked rather than by parsing it again. Its
+// Model is valid until the next ValidateAnswer.
+func (v *Validator) Answered() AnswerMeta { return v.meta }
 
 func seg1(k string) []pathSeg { return []pathSeg{{key: k, idx: -1}} }
 

@@ -119,8 +119,10 @@ func TestAnswerNoul(t *testing.T) {
 	answerCheck(t, edit(t, `"type":"noul",`, ``), "answers.holds.type")
 }
 
-func TestAnswerKeepsRequestValid(t *testing.T) {
-	var v Validator
+// goodAnswered validates answerRequest and accepts goodAnswer for it.
+func goodAnswered(t *testing.T) (*Validator, *Request) {
+	t.Helper()
+	v := new(Validator)
 	req, err := v.Validate([]byte(answerRequest))
 	if err != nil {
 		t.Fatal(err)
@@ -128,11 +130,39 @@ func TestAnswerKeepsRequestValid(t *testing.T) {
 	if e := v.ValidateAnswer(req, []byte(goodAnswer)); e != nil {
 		t.Fatal(e)
 	}
+	return v, req
+}
+
+func TestAnswerKeepsRequestValid(t *testing.T) {
+	v, req := goodAnswered(t)
 	if req.Questions[0].Name != "pick" || strings.Join(req.Questions[0].Options, ",") != "red,green,blue" {
 		t.Fatalf("request summary changed after answer validation: %+v", req.Questions[0])
 	}
 	body := []byte(goodAnswer)
 	if n := testing.AllocsPerRun(20, func() { v.ValidateAnswer(req, body) }); n != 0 {
 		t.Errorf("%v allocations per ValidateAnswer", n)
+	}
+}
+
+// An accepted answer's model and token counts are read while it is checked;
+// a rejected one leaves the previous answer's.
+func TestAnsweredReportsTheAcceptedAnswersMeta(t *testing.T) {
+	v, req := goodAnswered(t)
+	if got, want := v.Answered(), (AnswerMeta{Model: "vendor/model-1", InputTokens: 10, OutputTokens: 3}); got != want {
+		t.Errorf("Answered() = %+v, want %+v", got, want)
+	}
+	noUsage := strings.Replace(strings.Replace(goodAnswer, `"usage":{"input_tokens":10,"output_tokens":3}`, `"usage":{"input_tokens":null}`, 1),
+		`"model":"vendor/model-1"`, `"model":"m\u00e9"`, 1)
+	if e := v.ValidateAnswer(req, []byte(noUsage)); e != nil {
+		t.Fatal(e)
+	}
+	if got, want := v.Answered(), (AnswerMeta{Model: "mé", InputTokens: -1, OutputTokens: -1}); got != want {
+		t.Errorf("Answered() = %+v, want %+v", got, want)
+	}
+	if e := v.ValidateAnswer(req, []byte(`{"model":"other","answers":{}}`)); e == nil {
+		t.Fatal("an answer without its entries was accepted")
+	}
+	if got := v.Answered().Model; got != "mé" {
+		t.Errorf("after a rejected answer Answered().Model = %q, want the accepted one's", got)
 	}
 }

@@ -80,14 +80,16 @@ type Request struct {
 // Validator validates request bodies and upstream answers. The zero value is
 // ready to use.
 type Validator struct {
-	s   scanner
-	p   fastjson.Parser // the questions member of a request
-	ap  fastjson.Parser // answer tree, so answers never clobber the Request
-	t   tree
-	req Request
-	opt []string // option names of all choice questions, back to back
-	str []byte   // decoded model
-	err Error
+	s     scanner
+	p     fastjson.Parser // the questions member of a request
+	ap    fastjson.Parser // answer tree, so answers never clobber the Request
+	t     tree
+	req   Request
+	opt   []string // option names of all choice questions, back to back
+	str   []byte   // decoded model
+	err   Error
+	meta  AnswerMeta // of the last accepted answer
+	model []byte     // meta.Model's bytes
 }
 
 // Validate checks a decision request body. On success it returns the
