@@ -110,26 +110,32 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	if failed != nil {
 		return settleAndAnswer(env, req, d, &p, failed)
 	}
-	aw.State = p.append(aw.State[:0])
+	aw.State = d.parsed.AppendState(p.append(aw.State[:0]))
 	return abi.Response{Await: &aw}
 }
 
 // Resume continues a decision once the host has the upstream's answer:
-// settle, answer. The request is parsed again (it is the same request, and
-// this may be another instance); what the reservation decided comes back in
-// the state Run saved.
+// settle, answer. It may run on another instance: what the reservation
+// decided and what validating the request found come back in the state Run
+// saved, with the same request, which is not validated again.
 func Resume(env *platform.Env, req *abi.Request) abi.Response {
 	var p pending
-	if !p.decode(req.Resume.State) {
+	rest, ok := p.decode(req.Resume.State)
+	if !ok {
 		return policy.Error(contract.InternalError, "the decision's saved state could not be read")
 	}
-	d, refusal := parse(env, req)
-	if refusal != nil {
-		// The request passed these checks before the reservation; a
-		// mismatch means the host changed it. Refund and say so.
-		out := upstream.Outcome{Status: refusal.Status, Headers: refusal.Headers, Body: refusal.Body, Code: contract.InternalError, Source: policy.SourcePlatform}
+	d := &current
+	d.settings = settings.Read(env.Config)
+	d.adapter = upstream.For(&d.settings)
+	parsed, ok := validator.RequestFromState(rest)
+	if !ok || d.adapter == nil {
+		// Run saved a request it had validated, on a deployment with an
+		// upstream: the host changed one or the other. Refund and say so.
+		r := policy.Error(contract.InternalError, "the decision's saved request could not be read")
+		out := upstream.Outcome{Status: r.Status, Headers: r.Headers, Body: r.Body, Code: contract.InternalError, Source: policy.SourcePlatform}
 		return settleAndAnswer(env, req, d, &p, &out)
 	}
+	d.use(parsed, req.Body)
 	out := d.adapter.Answer(&d.call, req.Resume)
 	return settleAndAnswer(env, req, d, &p, &out)
 }
@@ -156,22 +162,28 @@ func parse(env *platform.Env, req *abi.Request) (*decision, *abi.Response) {
 		r := fail(verr.Code, verr.Message)
 		return d, &r
 	}
-	d.parsed = parsed
 	d.adapter = upstream.For(&d.settings)
 	if d.adapter == nil {
 		r := fail(contract.UpstreamNotConfigured, "no upstream provider is configured on this deployment")
 		return d, &r
 	}
-	model := d.settings.DefaultModel
-	if parsed.HasModel {
-		model = parsed.Model
-	}
-	d.call = upstream.Call{Body: req.Body, Request: parsed, Model: model, Validator: &validator}
+	d.use(parsed, req.Body)
 	if verr := d.adapter.Check(&d.call); verr != nil {
 		r := fail(verr.Code, verr.Message)
 		return d, &r
 	}
 	return d, nil
+}
+
+// use makes parsed, the summary of body, the decision's request, and its
+// upstream call the one for the effective model.
+func (d *decision) use(parsed *validate.Request, body []byte) {
+	d.parsed = parsed
+	model := d.settings.DefaultModel
+	if parsed.HasModel {
+		model = parsed.Model
+	}
+	d.call = upstream.Call{Body: body, Request: parsed, Model: model, Validator: &validator}
 }
 
 // settleAndAnswer charges a validated success and refunds everything else,

@@ -9,8 +9,9 @@ import (
 
 // pending is what a decision's reservation decided, saved while the host
 // makes the upstream call (abi.Await.State) and read back by Resume, which
-// may run on another instance. The request itself comes back whole, so only
-// what the ledger answered travels here.
+// may run on another instance. The request itself comes back whole; what
+// validating it found follows this in the state (validate.AppendState), so
+// Resume does not validate it again.
 type pending struct {
 	AccountID string
 	Cost      int64
@@ -27,7 +28,7 @@ func (p *pending) settleBy(timeout time.Duration) time.Time {
 
 // pendingVersion is the first byte of a saved state: a host upgraded while a
 // call was in flight hands the state to a module that may not read it.
-const pendingVersion = 2
+const pendingVersion = 3
 
 func (p *pending) append(b []byte) []byte {
 	b = append(b, pendingVersion)
@@ -42,23 +43,24 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// decode reads a state written by append; false when it is not one.
-func (p *pending) decode(b []byte) bool {
+// decode reads a state written by append and returns the bytes after it;
+// false when it is not one.
+func (p *pending) decode(b []byte) ([]byte, bool) {
 	if len(b) < 1 || b[0] != pendingVersion {
-		return false
+		return nil, false
 	}
 	b = b[1:]
 	var ok bool
 	if p.AccountID, b, ok = readString(b); !ok {
-		return false
+		return nil, false
 	}
 	if len(b) < 16 {
-		return false
+		return nil, false
 	}
 	p.Cost = int64(binary.LittleEndian.Uint64(b))
 	p.Reserved = int64(binary.LittleEndian.Uint64(b[8:]))
 	p.Rate, b, ok = batch.ReadRate(b[16:])
-	return ok && len(b) == 0
+	return b, ok
 }
 
 func readString(b []byte) (string, []byte, bool) {
