@@ -14,6 +14,7 @@ import (
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/contract"
 	"decisiongateway/shared/platform"
+	"decisiongateway/shared/settings"
 )
 
 var (
@@ -41,6 +42,7 @@ func Serve(h platform.Handler) {
 	for _, name := range contract.ModuleSettings() {
 		config{}.Get(name)
 	}
+	settings.Fix(config{})
 }
 
 //go:wasmexport gateway_abi_version
