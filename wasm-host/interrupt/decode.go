@@ -192,6 +192,26 @@ func readU32(b []byte, i, end int) (uint32, int, error) {
 	return 0, i, errLEB
 }
 
+// readS32 decodes a signed LEB128 i32 (an i32.const's immediate).
+func readS32(b []byte, i, end int) (int32, int, error) {
+	var v int64
+	for shift := uint(0); shift < 35; shift += 7 {
+		if i >= end {
+			return 0, i, errTruncated
+		}
+		c := b[i]
+		i++
+		v |= int64(c&0x7F) << shift
+		if c < 0x80 {
+			if c&0x40 != 0 {
+				v |= -1 << (shift + 7)
+			}
+			return int32(v), i, nil
+		}
+	}
+	return 0, i, errLEB
+}
+
 // appendU32 appends v as unsigned LEB128, shortest form.
 func appendU32(b []byte, v uint32) []byte {
 	for v >= 0x80 {

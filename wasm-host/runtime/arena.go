@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"strings"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -20,14 +19,14 @@ type arena struct {
 	start, mark       uint32
 	nextAddr, endAddr uint32
 	// from is where the restore begins: start, or the end of the module's
-	// read-only data when it lies in the arena (readOnlyEnd).
+	// read-only data when it lies in the arena (interrupt.ReadOnlyEnd).
 	from     uint32
 	snapshot []byte // memory [from, mark) as _initialize left it
 }
 
 // openArena asks a freshly initialized instance where its arena is and
 // copies the state a call must start from. roEnd is where the module's
-// read-only data ends (readOnlyEnd), 0 when unknown. A module without the
+// read-only data ends (interrupt.ReadOnlyEnd), 0 when unknown. A module without the
 // export (the socket build, which has a collector) has no arena: nil, nil.
 func openArena(ctx context.Context, mod api.Module, roEnd uint32) (*arena, error) {
 	fn := mod.ExportedFunction(exportArena)
@@ -75,146 +74,4 @@ func (a *arena) reset(mod api.Module) bool {
 	clear(mem[a.mark:next])
 	binary.LittleEndian.PutUint32(mem[a.endAddr:], uint32(len(mem)))
 	return true
-}
-
-// readOnlyEnd returns where a module's read-only data ends: the highest end
-// of its data segments named ".rodata" or ".rodata.N" in the name section,
-// which the linker places below the writable ones. Go code never writes
-// there (string literals, constant tables, type data), so a reset need not
-// put it back: for decide.wasm that is 71 of the 107 KiB copied after every
-// call. It returns 0 (restore everything) for a module without data segment
-// names, or whose read-only segments do not all lie below the others.
-func readOnlyEnd(wasm []byte) uint32 {
-	type segment struct{ at, end uint64 }
-	var segs []segment // active segments in index order; passive ones hold no place
-	var active []bool
-	names := map[uint32]string{}
-	r := wasmReader{b: wasm, i: 8}
-	if len(wasm) < 8 {
-		return 0
-	}
-	for r.ok() && r.i < len(r.b) {
-		id := r.byte()
-		size := int(r.u32())
-		end := r.i + size
-		if !r.ok() || end > len(r.b) {
-			return 0
-		}
-		switch id {
-		case 11: // data
-			for n := r.u32(); n > 0 && r.ok(); n-- {
-				flags := r.u32()
-				if flags == 2 {
-					r.u32() // memory index
-				}
-				var at uint64
-				isActive := flags != 1
-				if isActive {
-					if r.byte() != 0x41 { // i32.const
-						return 0
-					}
-					at = uint64(uint32(r.s32()))
-					if r.byte() != 0x0b {
-						return 0
-					}
-				}
-				l := r.u32()
-				r.i += int(l)
-				segs = append(segs, segment{at, at + uint64(l)})
-				active = append(active, isActive)
-			}
-		case 0: // custom
-			nameLen := int(r.u32())
-			if r.i+nameLen > end || string(r.b[r.i:r.i+nameLen]) != "name" {
-				break
-			}
-			r.i += nameLen
-			for r.ok() && r.i < end {
-				sub := r.byte()
-				subEnd := r.i + int(r.u32())
-				if sub == 9 { // data segment names
-					for n := r.u32(); n > 0 && r.ok(); n-- {
-						idx := r.u32()
-						l := int(r.u32())
-						if r.i+l > subEnd {
-							return 0
-						}
-						names[idx] = string(r.b[r.i : r.i+l])
-						r.i += l
-					}
-				}
-				r.i = subEnd
-			}
-		}
-		r.i = end
-	}
-	if !r.ok() {
-		return 0
-	}
-	var roEnd, lowestOther uint64 = 0, 1 << 32
-	for i, sg := range segs {
-		if !active[i] {
-			continue
-		}
-		name := names[uint32(i)]
-		if name == ".rodata" || strings.HasPrefix(name, ".rodata.") {
-			roEnd = max(roEnd, sg.end)
-		} else {
-			lowestOther = min(lowestOther, sg.at)
-		}
-	}
-	if roEnd == 0 || roEnd > lowestOther || roEnd >= 1<<32 {
-		return 0
-	}
-	return uint32(roEnd)
-}
-
-// wasmReader reads LEB128 numbers and bytes; a read past the end makes it
-// not ok, and it stays so.
-type wasmReader struct {
-	b   []byte
-	i   int
-	bad bool
-}
-
-func (r *wasmReader) ok() bool { return !r.bad && r.i <= len(r.b) }
-
-func (r *wasmReader) byte() byte {
-	if r.i >= len(r.b) {
-		r.bad = true
-		return 0
-	}
-	r.i++
-	return r.b[r.i-1]
-}
-
-func (r *wasmReader) u32() uint32 {
-	var v uint32
-	for shift := 0; shift < 35; shift += 7 {
-		c := r.byte()
-		v |= uint32(c&0x7f) << shift
-		if c < 0x80 {
-			return v
-		}
-	}
-	r.bad = true
-	return 0
-}
-
-func (r *wasmReader) s32() int32 {
-	var v int64
-	shift := 0
-	for shift < 35 {
-		c := r.byte()
-		v |= int64(c&0x7f) << shift
-		shift += 7
-		if c < 0x80 {
-			if c&0x40 != 0 && shift < 64 {
-				v |= -1 << shift
-			}
-			return int32(v)
-		}
-	}
-	r.bad = true
-	return 0
 }

@@ -5,6 +5,7 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/testkit/testenv"
+	"decisiongateway/wasm-host/interrupt"
 )
 
 // The read-only data the reset skips ends where the writable data begins:
@@ -12,7 +13,7 @@ import (
 // and everything init left from there on is what a call starts from.
 func TestResetSkipsOnlyReadOnlyData(t *testing.T) {
 	for _, wasm := range []string{"testguests/testguest.wasm", "functions/decide.wasm"} {
-		roEnd := readOnlyEnd(testenv.Wasm(t, wasm))
+		roEnd := interrupt.ReadOnlyEnd(testenv.Wasm(t, wasm))
 		if roEnd <= 1<<16 {
 			t.Errorf("%s: read-only data ends at %d, want past the stack at 64 KiB", wasm, roEnd)
 		}
@@ -24,20 +25,5 @@ func TestResetSkipsOnlyReadOnlyData(t *testing.T) {
 	a := inst.arena
 	if a.from <= a.start || a.from > a.mark || uint32(len(a.snapshot)) != a.mark-a.from {
 		t.Fatalf("arena start %d, from %d, mark %d, snapshot %d bytes: the read-only data is restored too", a.start, a.from, a.mark, len(a.snapshot))
-	}
-}
-
-// Bytes that are not a module with data segment names give 0: restore all.
-func TestReadOnlyEndOfWhatIsNoModule(t *testing.T) {
-	wasm := testenv.Wasm(t, "testguests/testguest.wasm")
-	for name, b := range map[string][]byte{
-		"nothing":   nil,
-		"header":    wasm[:8],
-		"truncated": wasm[:len(wasm)/2],
-		"garbage":   append(append([]byte(nil), wasm[:8]...), 0x0b, 0xff, 0xff, 0xff, 0xff, 0x7f),
-	} {
-		if got := readOnlyEnd(b); got != 0 {
-			t.Errorf("%s: %d, want 0", name, got)
-		}
 	}
 }

@@ -160,7 +160,7 @@ func (e *Engine) CompileSum(ctx context.Context, name string, wasm []byte, sum [
 		cm.Close(ctx)
 		return nil, fmt.Errorf("runtime: %s is %s, this host runs %s", name, buildOf(socket), buildOf(e.sockets != nil))
 	}
-	m := &Module{engine: e, name: name, compiled: cm, roEnd: readOnlyEnd(wasm)}
+	m := &Module{engine: e, name: name, compiled: cm, roEnd: interrupt.ReadOnlyEnd(wasm)}
 	inst, err := m.instantiate(ctx)
 	if err != nil {
 		cm.Close(ctx)
@@ -247,7 +247,7 @@ type Module struct {
 	engine   *Engine
 	name     string
 	compiled wazero.CompiledModule
-	roEnd    uint32                   // end of its read-only data (readOnlyEnd), 0 when unknown
+	roEnd    uint32                   // end of its read-only data (interrupt.ReadOnlyEnd), 0 when unknown
 	spare    atomic.Pointer[instance] // the instance Compile checked, until a pool takes it
 }
 
