@@ -20,6 +20,8 @@ import (
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/upstream"
 	"decisiongateway/shared/validate"
+
+	"github.com/valyala/fastjson"
 )
 
 // Caller is who makes a decision once authenticated by its entry point.
@@ -73,7 +75,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 		return fail(contract.InvalidIdempotencyKey, "Idempotency-Key must be 1 to 255 visible ASCII characters")
 	}
 	var err error
-	canonical, err = encoder.Append(canonical[:0], req.Body, d.call.Model)
+	canonical, err = encoder.AppendTree(canonical[:0], d.tree, d.call.Model)
 	if err != nil {
 		return fail(contract.InvalidRequest, err.Error())
 	}
@@ -135,7 +137,7 @@ func Resume(env *platform.Env, req *abi.Request) abi.Response {
 		out := upstream.Outcome{Status: r.Status, Headers: r.Headers, Body: r.Body, Code: contract.InternalError, Source: policy.SourcePlatform}
 		return settleAndAnswer(env, req, d, &p, &out)
 	}
-	d.use(parsed, req.Body)
+	d.use(parsed, nil, req.Body)
 	out := d.adapter.Answer(&d.call, req.Resume)
 	return settleAndAnswer(env, req, d, &p, &out)
 }
@@ -144,6 +146,7 @@ func Resume(env *platform.Env, req *abi.Request) abi.Response {
 type decision struct {
 	settings settings.Settings
 	parsed   *validate.Request
+	tree     *fastjson.Value // the body, parsed by ValidateTree; nil in Resume
 	adapter  upstream.Adapter
 	call     upstream.Call
 }
@@ -157,7 +160,7 @@ func parse(env *platform.Env, req *abi.Request) (*decision, *abi.Response) {
 		r := fail(contract.UnsupportedMediaType, "send the body as Content-Type: application/json")
 		return d, &r
 	}
-	parsed, verr := validator.Validate(req.Body)
+	parsed, tree, verr := validator.ValidateTree(req.Body)
 	if verr != nil {
 		r := fail(verr.Code, verr.Message)
 		return d, &r
@@ -167,7 +170,7 @@ func parse(env *platform.Env, req *abi.Request) (*decision, *abi.Response) {
 		r := fail(contract.UpstreamNotConfigured, "no upstream provider is configured on this deployment")
 		return d, &r
 	}
-	d.use(parsed, req.Body)
+	d.use(parsed, tree, req.Body)
 	if verr := d.adapter.Check(&d.call); verr != nil {
 		r := fail(verr.Code, verr.Message)
 		return d, &r
@@ -175,15 +178,16 @@ func parse(env *platform.Env, req *abi.Request) (*decision, *abi.Response) {
 	return d, nil
 }
 
-// use makes parsed, the summary of body, the decision's request, and its
-// upstream call the one for the effective model.
-func (d *decision) use(parsed *validate.Request, body []byte) {
-	d.parsed = parsed
+// use makes parsed, the summary of body (and tree, its parse, when there
+// is one), the decision's request, and its upstream call the one for the
+// effective model.
+func (d *decision) use(parsed *validate.Request, tree *fastjson.Value, body []byte) {
+	d.parsed, d.tree = parsed, tree
 	model := d.settings.DefaultModel
 	if parsed.HasModel {
 		model = parsed.Model
 	}
-	d.call = upstream.Call{Body: body, Request: parsed, Model: model, Validator: &validator}
+	d.call = upstream.Call{Body: body, Request: parsed, Model: model, Validator: &validator, Tree: tree}
 }
 
 // settleAndAnswer charges a validated success and refunds everything else,

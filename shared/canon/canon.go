@@ -61,6 +61,13 @@ func (e *Encoder) Append(dst, body []byte, effectiveModel string) ([]byte, error
 	if err != nil {
 		return dst, ErrNotRequest
 	}
+	return e.AppendTree(dst, root, effectiveModel)
+}
+
+// AppendTree is Append of a body already parsed by fastjson (validate's
+// ValidateTree), so a request that is validated and canonicalised is
+// parsed once.
+func (e *Encoder) AppendTree(dst []byte, root *fastjson.Value, effectiveModel string) ([]byte, error) {
 	o := root.GetObject()
 	if o == nil {
 		return dst, ErrNotRequest

@@ -28,6 +28,16 @@ func canonical(t *testing.T, body string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The decision function's way: the tree the validator parsed, after
+	// its rules read the questions, gives the same form.
+	_, tree, verr := v.ValidateTree([]byte(body))
+	if verr != nil {
+		t.Fatalf("ValidateTree refused what Validate accepted: %v", verr)
+	}
+	var e Encoder
+	if fromTree, err := e.AppendTree(nil, tree, model); err != nil || string(fromTree) != string(out) {
+		t.Fatalf("AppendTree differs from Append (%v):\n%s\n%s", err, fromTree, out)
+	}
 	if !json.Valid(out) {
 		t.Fatalf("canonical form is not JSON: %s", out)
 	}
@@ -202,6 +212,13 @@ func TestEncoderSteadyStateAllocatesNothing(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(20, func() { dst, _ = e.Append(dst[:0], body, "model-latest") }); n != 0 {
 		t.Errorf("%v allocations per Append", n)
+	}
+	var v validate.Validator
+	if n := testing.AllocsPerRun(20, func() {
+		_, tree, _ := v.ValidateTree(body)
+		dst, _ = e.AppendTree(dst[:0], tree, "model-latest")
+	}); n != 0 {
+		t.Errorf("%v allocations per ValidateTree and AppendTree", n)
 	}
 }
 

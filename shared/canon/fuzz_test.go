@@ -9,7 +9,8 @@ import (
 
 // FuzzCanonicalFormIsStable checks, for every body the validator accepts,
 // that the canonical form is valid JSON, is a fixed point (canonicalising it
-// again changes nothing) and does not depend on the Encoder's history.
+// again changes nothing), does not depend on the Encoder's history, and is
+// the same from the validator's tree (ValidateTree, AppendTree).
 //
 //	go test -run='^$' -fuzz=FuzzCanonicalFormIsStable -fuzztime=30s ./shared/canon
 func FuzzCanonicalFormIsStable(f *testing.F) {
@@ -32,6 +33,13 @@ func FuzzCanonicalFormIsStable(f *testing.F) {
 		}
 		if !json.Valid(once) {
 			t.Fatalf("canonical form is not JSON: %s", once)
+		}
+		_, tree, verr := v.ValidateTree(body)
+		if verr != nil {
+			t.Fatalf("ValidateTree refused what Validate accepted: %v", verr)
+		}
+		if fromTree, err := reused.AppendTree(nil, tree, "model-latest"); err != nil || string(fromTree) != string(once) {
+			t.Fatalf("AppendTree differs from Append (%v):\n%s\n%s", err, fromTree, once)
 		}
 		fresh, _ := Append(nil, body, "model-latest")
 		twice, err := Append(nil, once, "model-latest")

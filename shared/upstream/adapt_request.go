@@ -75,12 +75,16 @@ type member struct {
 	val *fastjson.Value
 }
 
-// parse fills d from a body the validator accepted, in the order of req.
-// It fails only if body is not the validated request.
-func (d *decision) parse(body []byte, req *validate.Request) bool {
-	root, err := d.p.ParseBytes(body)
-	if err != nil {
-		return false
+// parse fills d from the call's body, which the validator accepted, in the
+// order of its Request: from the validator's tree when the call has one.
+// It fails only if the body is not the validated request.
+func (d *decision) parse(c *Call) bool {
+	req, root := c.Request, c.Tree
+	if root == nil {
+		var err error
+		if root, err = d.p.ParseBytes(c.Body); err != nil {
+			return false
+		}
 	}
 	o := root.GetObject()
 	qs := o.Get("questions").GetObject()

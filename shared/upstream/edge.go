@@ -85,7 +85,7 @@ func forwardableModel(m string) bool {
 }
 
 func (e *edge) Prepare(c *Call) (abi.Await, *Outcome) {
-	if !e.d.parse(c.Body, c.Request) {
+	if !e.d.parse(c) {
 		o := platformFailure(contract.InternalError, "the request could not be converted", nil)
 		return abi.Await{}, &o
 	}
@@ -94,7 +94,7 @@ func (e *edge) Prepare(c *Call) (abi.Await, *Outcome) {
 
 func (e *edge) Answer(c *Call, r *abi.Resume) Outcome {
 	// Parsed again: this may be another instance than Prepare's.
-	if !e.d.parse(c.Body, c.Request) {
+	if !e.d.parse(c) {
 		return platformFailure(contract.InternalError, "the request could not be converted", nil)
 	}
 	if r.AI == nil {

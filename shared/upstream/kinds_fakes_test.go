@@ -2,6 +2,9 @@ package upstream
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 
 	"decisiongateway/shared/abi"
@@ -35,12 +38,13 @@ func (t *recordingTransport) Fetch(r *abi.FetchRequest) (abi.FetchResponse, erro
 	return t.reply(r)
 }
 
-// newCall validates body as the decision function would and fills in the
-// effective model from the deployment's settings.
+// newCall validates body as the decision function would (with the
+// validator's tree) and fills in the effective model from the deployment's
+// settings.
 func newCall(t *testing.T, kind, body string) *Call {
 	t.Helper()
 	v := &validate.Validator{}
-	req, verr := v.Validate([]byte(body))
+	req, tree, verr := v.ValidateTree([]byte(body))
 	if verr != nil {
 		t.Fatalf("request does not validate: %v", verr)
 	}
@@ -48,7 +52,72 @@ func newCall(t *testing.T, kind, body string) *Call {
 	if req.HasModel {
 		model = req.Model
 	}
-	return &Call{Body: []byte(body), Request: req, Model: model, Validator: v}
+	return &Call{Body: []byte(body), Request: req, Model: model, Validator: v, Tree: tree}
+}
+
+// TestConvertedRequestIsTheSameFromTheTree: the converting adapters build
+// the same upstream request from the validator's tree as from the body's
+// text, which is what they parse when a call is resumed. The validator
+// decodes the strings it reads, so escapes may be written differently:
+// the two requests are compared by what they mean.
+func TestConvertedRequestIsTheSameFromTheTree(t *testing.T) {
+	body := strings.Replace(threeQuestions, `"Which team?"`, `"Which \u0074eam?\n"`, 1)
+	for _, kind := range []string{"edge", "router"} {
+		a := adapterFor(t, kind, platform.MapConfig{})
+		fromTree := newCall(t, kind, body)
+		fromText := *fromTree
+		fromText.Tree = nil
+		var sent [2]any
+		for i, c := range []*Call{fromTree, &fromText} {
+			aw, failed := a.Prepare(c)
+			if failed != nil {
+				t.Fatalf("%s: Prepare failed: %v", kind, failed)
+			}
+			var out []byte
+			if kind == "edge" {
+				out = aw.AI.Input
+			} else {
+				out = aw.Fetch.Body
+			}
+			sent[i] = meaning(t, out)
+		}
+		if !reflect.DeepEqual(sent[0], sent[1]) {
+			t.Errorf("%s: request from the tree differs from the text's:\n%v\n%v", kind, sent[0], sent[1])
+		}
+		if !strings.Contains(fmt.Sprint(sent[0]), "Which team?\n") {
+			t.Errorf("%s: instructions not carried over: %v", kind, sent[0])
+		}
+	}
+}
+
+// meaning decodes JSON text, and the JSON text inside its strings (a Chat
+// Completions message's content), for comparing what two texts say.
+func meaning(t *testing.T, text []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(text, &v); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, text)
+	}
+	var walk func(any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				x[k] = walk(e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = walk(e)
+			}
+		case string:
+			var inner map[string]any
+			if json.Unmarshal([]byte(x), &inner) == nil {
+				return walk(inner)
+			}
+		}
+		return v
+	}
+	return walk(v)
 }
 
 func adapterFor(t *testing.T, kind string, cfg platform.MapConfig) Adapter {

@@ -60,7 +60,7 @@ func (r *router) Mode() string { return settings.ResponseMode(settings.KindRoute
 func (r *router) Check(c *Call) *validate.Error { return checkNoExtensions(c, "router") }
 
 func (r *router) Prepare(c *Call) (abi.Await, *Outcome) {
-	if !r.d.parse(c.Body, c.Request) {
+	if !r.d.parse(c) {
 		o := platformFailure(contract.InternalError, "the request could not be converted", nil)
 		return abi.Await{}, &o
 	}
@@ -70,7 +70,7 @@ func (r *router) Prepare(c *Call) (abi.Await, *Outcome) {
 func (r *router) Answer(c *Call, res *abi.Resume) Outcome {
 	// The answer is read against the questions: parse them again, as this
 	// may be another instance than the one that prepared the call.
-	if !r.d.parse(c.Body, c.Request) {
+	if !r.d.parse(c) {
 		return platformFailure(contract.InternalError, "the request could not be converted", nil)
 	}
 	f, failed := fetched(res)

@@ -13,6 +13,8 @@ import (
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
 	"decisiongateway/shared/validate"
+
+	"github.com/valyala/fastjson"
 )
 
 // Call is one decision to make.
@@ -25,6 +27,10 @@ type Call struct {
 	Model string
 	// Validator is the module's validator, for checking answers.
 	Validator *validate.Validator
+	// Tree is Body as the validator parsed it (ValidateTree), or nil: the
+	// converting adapters read it instead of parsing Body again. It is nil
+	// when the call is resumed, and the adapter parses Body itself.
+	Tree *fastjson.Value
 }
 
 // Outcome is the answer to return and what accounting needs to know.

@@ -1,7 +1,10 @@
 package validate
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -15,6 +18,7 @@ func expect(t *testing.T, body string, code string) *Request {
 	t.Helper()
 	var v Validator
 	req, err := v.Validate([]byte(body))
+	sameWithTree(t, body, req, err)
 	switch {
 	case code == "" && err != nil:
 		t.Fatalf("unexpected rejection %s (%d): %s\nbody: %.200s", err.Code, err.Status(), err.Message, body)
@@ -35,6 +39,42 @@ func expect(t *testing.T, body string, code string) *Request {
 		}
 	}
 	return req
+}
+
+// sameWithTree checks that ValidateTree decides body exactly as Validate
+// did (req, err), and that the tree it returns is the whole body.
+func sameWithTree(t *testing.T, body string, req *Request, err *Error) {
+	t.Helper()
+	var w Validator
+	req2, tree, err2 := w.ValidateTree([]byte(body))
+	if (err == nil) != (err2 == nil) || err != nil && *err != *err2 {
+		t.Fatalf("ValidateTree disagrees with Validate: %v vs %v\nbody: %.200s", err2, err, body)
+	}
+	if err != nil {
+		if req2 != nil || tree != nil {
+			t.Fatalf("ValidateTree refused the body but returned a request or tree")
+		}
+		return
+	}
+	if fmt.Sprint(*req) != fmt.Sprint(*req2) {
+		t.Fatalf("ValidateTree summary differs:\n%v\n%v", *req2, *req)
+	}
+	// The rules unescape strings in the tree, so its text may differ from
+	// the body's: compare what both mean.
+	if got := tree.MarshalTo(nil); !sameJSON(got, []byte(body)) {
+		t.Fatalf("ValidateTree's tree is not the body:\n%.200s\n%.200s", got, body)
+	}
+}
+
+func sameJSON(a, b []byte) bool {
+	decode := func(p []byte) (v any, ok bool) {
+		d := json.NewDecoder(bytes.NewReader(p))
+		d.UseNumber()
+		return v, d.Decode(&v) == nil
+	}
+	va, okA := decode(a)
+	vb, okB := decode(b)
+	return okA && okB && reflect.DeepEqual(va, vb)
 }
 
 type ruleCase struct {
@@ -453,6 +493,9 @@ func TestValidateSteadyStateAllocatesNothing(t *testing.T) {
 		}
 		if n := testing.AllocsPerRun(20, func() { v.Validate(b) }); n != 0 {
 			t.Errorf("%s: %v allocations per Validate", name, n)
+		}
+		if n := testing.AllocsPerRun(20, func() { v.ValidateTree(b) }); n != 0 {
+			t.Errorf("%s: %v allocations per ValidateTree", name, n)
 		}
 	}
 }
