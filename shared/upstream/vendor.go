@@ -55,13 +55,20 @@ func (v *vendor) Answer(c *Call, r *abi.Resume) Outcome {
 
 // answer classifies an HTTP answer from the vendor.
 func (v *vendor) answer(c *Call, res *abi.FetchResponse) Outcome {
-	isJSON := validate.IsJSONContentType(res.Headers.Get("content-type")) && fastjson.ValidateBytes(res.Body) == nil
+	jsonType := validate.IsJSONContentType(res.Headers.Get("content-type"))
 	switch {
 	case res.Status >= 200 && res.Status < 300:
-		if !isJSON {
+		// An answer the strict scan of ValidateAnswer accepts is JSON, so
+		// only a refused one is asked whether it is JSON at all: that
+		// decides between an unusable response and an invalid answer.
+		var verr *validate.Error
+		if jsonType {
+			verr = c.Validator.ValidateAnswer(c.Request, res.Body)
+		}
+		if !jsonType || verr != nil && fastjson.ValidateBytes(res.Body) != nil {
 			return platformFailure(contract.UpstreamInvalidResponse, "the upstream answered with something other than JSON", res.Headers)
 		}
-		if verr := c.Validator.ValidateAnswer(c.Request, res.Body); verr != nil {
+		if verr != nil {
 			return platformFailure(verr.Code, verr.Message, res.Headers)
 		}
 		m := c.Validator.Answered()
@@ -69,7 +76,7 @@ func (v *vendor) answer(c *Call, res *abi.FetchResponse) Outcome {
 			Status: res.Status, Headers: policy.ForwardUpstream(res.Headers, true), Body: res.Body,
 			OK: true, Model: m.Model, InputTokens: m.InputTokens, OutputTokens: m.OutputTokens,
 		}
-	case res.Status >= 400 && res.Status < 600 && isJSON:
+	case res.Status >= 400 && res.Status < 600 && jsonType && fastjson.ValidateBytes(res.Body) == nil:
 		// A valid JSON error keeps its status and body (spec §7 rule 1).
 		code := upstreamErrorCode(res.Status)
 		h := policy.ForwardUpstream(res.Headers, true)
