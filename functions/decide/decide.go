@@ -80,6 +80,12 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 		return fail(contract.InvalidRequest, err.Error())
 	}
 	cost := pricing.Cost(len(d.parsed.Questions), len(canonical))
+	// The fingerprint identifies the request of an idempotency record; a
+	// request without a key has no record to compare it with.
+	fingerprint := ""
+	if idemKey != "" {
+		fingerprint = canon.FingerprintOf(env.SHA256(canonical))
+	}
 
 	// Authorise and reserve: one ledger round trip.
 	now := time.Now()
@@ -88,7 +94,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 		Source:      c.Source,
 		RequestID:   req.RequestID,
 		IdemKey:     idemKey,
-		Fingerprint: canon.FingerprintOf(env.SHA256(canonical)),
+		Fingerprint: fingerprint,
 		Model:       d.call.Model,
 		Questions:   len(d.parsed.Questions),
 		Cost:        cost,

@@ -14,7 +14,7 @@ type Reserve struct {
 	Source      string // "api" or "playground"
 	RequestID   string
 	IdemKey     string // "" when the request has no Idempotency-Key
-	Fingerprint string // of the canonical request, effective model included
+	Fingerprint string // of the canonical request, effective model included; only with IdemKey
 	Model       string
 	Questions   int
 	Cost        int64
