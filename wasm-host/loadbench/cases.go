@@ -78,6 +78,9 @@ type roundResult struct {
 	proxy, gateway       summary
 	proxyRSS, gatewayRSS int64
 	otherCPU             float64 // cores other processes used during the round
+	// CPU per 2xx answer, in µs: the proxy's and the gateway's process,
+	// and sqld's while the gateway ran (0 on the embedded ledger).
+	proxyCPU, gatewayCPU, sqldCPU float64
 }
 
 // runCase runs c's rounds (proxy, gateway, proxy, gateway, …) and prints
@@ -94,17 +97,21 @@ func (b *bench) runCase(c benchCase, gw *process, keys []string) {
 		name string
 		p    *process
 	}{{"proxy", b.proxy}, {"gateway", gw}}
-	measure := func(p *process, l load) (run, int64) {
+	// measure runs l against p. Besides the run and p's peak RSS it
+	// returns the CPU time p and sqld spent on it: CPU per answer does not
+	// move with the machine's speed the way throughput on a shared 2-core
+	// box does, so it is the steadier figure for comparing two builds.
+	measure := func(p *process, l load) (r run, rss int64, cpu, sqldCPU float64) {
 		p.resetPeak()
-		var r run
+		cpu0, sqld0 := processCPU(p.pid()), b.sqldCPU()
 		if c.rate > 0 {
 			r = openLoop(&l, c.rate)
 		} else {
 			r = closedLoop(&l, c.conns)
 		}
-		rss := p.peakRSS()
+		rss = p.peakRSS()
 		b.up.waitIdle(l.grace + 5*time.Second)
-		return r, rss
+		return r, rss, processCPU(p.pid()) - cpu0, b.sqldCPU() - sqld0
 	}
 	if c.latency == 0 && b.warmup > 0 {
 		for _, s := range sides {
@@ -122,17 +129,20 @@ func (b *bench) runCase(c benchCase, gw *process, keys []string) {
 		for _, s := range sides {
 			m := l
 			m.url = "http://" + s.p.addr
-			r, rss := measure(s.p, m)
+			r, rss, cpu, sqldCPU := measure(s.p, m)
+			sum := summarise(r)
 			if s.name == "proxy" {
-				rr.proxy, rr.proxyRSS = summarise(r), rss
+				rr.proxy, rr.proxyRSS, rr.proxyCPU = sum, rss, perAnswer(cpu, sum.ok)
 			} else {
-				rr.gateway, rr.gatewayRSS = summarise(r), rss
+				rr.gateway, rr.gatewayRSS = sum, rss
+				rr.gatewayCPU, rr.sqldCPU = perAnswer(cpu, sum.ok), perAnswer(sqldCPU, sum.ok)
 			}
 		}
 		rr.otherCPU = otherCores(before, snapCPU(pids...))
 		if b.verbose {
-			fmt.Fprintf(b.out, "  %s round %d: proxy %s p50 %s p99 %s | gateway %s p50 %s p99 %s | other processes %.2f cores\n",
-				c.name, len(rounds)+1, fmtRPS(rr.proxy.rps), rr.proxy.p50, rr.proxy.p99, fmtRPS(rr.gateway.rps), rr.gateway.p50, rr.gateway.p99, rr.otherCPU)
+			fmt.Fprintf(b.out, "  %s round %d: proxy %s p50 %s p99 %s %.0fµs/2xx | gateway %s p50 %s p99 %s %.0fµs/2xx (sqld %.0fµs) | other processes %.2f cores\n",
+				c.name, len(rounds)+1, fmtRPS(rr.proxy.rps), rr.proxy.p50, rr.proxy.p99, rr.proxyCPU,
+				fmtRPS(rr.gateway.rps), rr.gateway.p50, rr.gateway.p99, rr.gatewayCPU, rr.sqldCPU, rr.otherCPU)
 		}
 		if rr.otherCPU > busyMachine && redone < b.busyRetries {
 			// Another job took CPU during the round: its figures say more
@@ -147,6 +157,14 @@ func (b *bench) runCase(c benchCase, gw *process, keys []string) {
 	b.noteRSS("proxy", rounds, func(r roundResult) int64 { return r.proxyRSS })
 	b.noteRSS("gateway/"+c.ledger, rounds, func(r roundResult) int64 { return r.gatewayRSS })
 	fmt.Fprintln(b.out, caseLine(c, rounds, redone))
+}
+
+// perAnswer is CPU seconds spread over n answers, in µs (0 without answers).
+func perAnswer(seconds float64, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return seconds / float64(n) * 1e6
 }
 
 func (b *bench) noteRSS(name string, rounds []roundResult, rss func(roundResult) int64) {
@@ -171,6 +189,7 @@ func caseLine(c benchCase, rounds []roundResult, redone int) string {
 		pRSS, gRSS                      int64
 		lb50, lb99                      bool
 		otherCPU                        float64
+		pCPU, gCPU, sCPU, cpuRatio      []float64
 	)
 	for _, r := range rounds {
 		pRPS, gRPS = append(pRPS, r.proxy.rps), append(gRPS, r.gateway.rps)
@@ -187,6 +206,10 @@ func caseLine(c benchCase, rounds []roundResult, redone int) string {
 		gFail.addFailures(r.gateway)
 		pRSS, gRSS = max(pRSS, r.proxyRSS), max(gRSS, r.gatewayRSS)
 		otherCPU = max(otherCPU, r.otherCPU)
+		pCPU, gCPU, sCPU = append(pCPU, r.proxyCPU), append(gCPU, r.gatewayCPU), append(sCPU, r.sqldCPU)
+		if r.proxyCPU > 0 {
+			cpuRatio = append(cpuRatio, (r.gatewayCPU+r.sqldCPU)/r.proxyCPU)
+		}
 	}
 	t := c.targets
 	var b strings.Builder
@@ -205,6 +228,13 @@ func caseLine(c benchCase, rounds []roundResult, redone int) string {
 	fmt.Fprintf(&b, " p99 %s", fmtAdded(a99, lb99))
 	if t.maxAddedP99 > 0 {
 		b.WriteString(verdict("≤"+fmtDur(t.maxAddedP99), !lb99 && a99 <= t.maxAddedP99))
+	}
+	fmt.Fprintf(&b, " | CPU per 2xx proxy %.0fµs gateway %.0fµs", median(pCPU), median(gCPU))
+	if c.ledger == "sqld" {
+		fmt.Fprintf(&b, " + sqld %.0fµs", median(sCPU))
+	}
+	if len(cpuRatio) > 0 {
+		fmt.Fprintf(&b, " (%.1f×)", median(cpuRatio))
 	}
 	fmt.Fprintf(&b, " | peak RSS proxy %s gateway %s", fmtMiB(pRSS), fmtMiB(gRSS))
 	if t.maxRSS > 0 {

@@ -101,3 +101,11 @@ func waitQuiet(pids []int, max time.Duration) {
 		}
 	}
 }
+
+// sqldCPU is the CPU seconds sqld has used, when the ledger is sqld.
+func (b *bench) sqldCPU() float64 {
+	if b.sqldPID <= 0 {
+		return 0
+	}
+	return processCPU(b.sqldPID)
+}
