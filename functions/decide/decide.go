@@ -75,7 +75,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 		return fail(contract.InvalidIdempotencyKey, "Idempotency-Key must be 1 to 255 visible ASCII characters")
 	}
 	var err error
-	canonical, err = encoder.AppendTree(canonical[:0], d.tree, d.call.Model)
+	canonical, err = encoder.AppendTree(canonical[:0], d.call.Tree, d.call.Model)
 	if err != nil {
 		return fail(contract.InvalidRequest, err.Error())
 	}
@@ -152,7 +152,6 @@ func Resume(env *platform.Env, req *abi.Request) abi.Response {
 type decision struct {
 	settings settings.Settings
 	parsed   *validate.Request
-	tree     *fastjson.Value // the body, parsed by ValidateTree; nil in Resume
 	adapter  upstream.Adapter
 	call     upstream.Call
 }
@@ -188,7 +187,7 @@ func parse(env *platform.Env, req *abi.Request) (*decision, *abi.Response) {
 // is one), the decision's request, and its upstream call the one for the
 // effective model.
 func (d *decision) use(parsed *validate.Request, tree *fastjson.Value, body []byte) {
-	d.parsed, d.tree = parsed, tree
+	d.parsed = parsed
 	model := d.settings.DefaultModel
 	if parsed.HasModel {
 		model = parsed.Model

@@ -174,6 +174,18 @@ func skipLEB(b []byte, i, end, max int) (int, error) {
 
 // readU32 decodes an unsigned LEB128 u32.
 func readU32(b []byte, i, end int) (uint32, int, error) {
+	return readLEB32(b, i, end, false)
+}
+
+// readS32 decodes a signed LEB128 i32 (an i32.const's immediate).
+func readS32(b []byte, i, end int) (int32, int, error) {
+	v, i, err := readLEB32(b, i, end, true)
+	return int32(v), i, err
+}
+
+// readLEB32 decodes a LEB128 number of at most five bytes, keeping its low
+// 32 bits: an unsigned one must fit them, a signed one is sign-extended.
+func readLEB32(b []byte, i, end int, signed bool) (uint32, int, error) {
 	var v uint32
 	for shift := uint(0); shift < 35; shift += 7 {
 		if i >= end {
@@ -183,30 +195,13 @@ func readU32(b []byte, i, end int) (uint32, int, error) {
 		i++
 		v |= uint32(c&0x7F) << shift
 		if c < 0x80 {
-			if shift == 28 && c > 0x0F {
+			if !signed && shift == 28 && c > 0x0F {
 				return 0, i, errLEB
 			}
-			return v, i, nil
-		}
-	}
-	return 0, i, errLEB
-}
-
-// readS32 decodes a signed LEB128 i32 (an i32.const's immediate).
-func readS32(b []byte, i, end int) (int32, int, error) {
-	var v int64
-	for shift := uint(0); shift < 35; shift += 7 {
-		if i >= end {
-			return 0, i, errTruncated
-		}
-		c := b[i]
-		i++
-		v |= int64(c&0x7F) << shift
-		if c < 0x80 {
-			if c&0x40 != 0 {
-				v |= -1 << (shift + 7)
+			if signed && c&0x40 != 0 && shift < 25 {
+				v |= ^uint32(0) << (shift + 7)
 			}
-			return int32(v), i, nil
+			return v, i, nil
 		}
 	}
 	return 0, i, errLEB
