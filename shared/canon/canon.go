@@ -23,16 +23,16 @@
 package canon
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"slices"
 	"strings"
 	"unsafe"
 
-	"github.com/valyala/fastjson"
-
+	"decisiongateway/shared/digest"
 	"decisiongateway/shared/jsonw"
+
+	"github.com/valyala/fastjson"
 )
 
 // ErrNotRequest is returned for text that is not a JSON object with valid
@@ -90,11 +90,11 @@ func Append(dst, body []byte, effectiveModel string) ([]byte, error) {
 // Fingerprint is the lower-case hex SHA-256 of a canonical form: the key of
 // an idempotency record's request.
 func Fingerprint(canonical []byte) string {
-	return FingerprintOf(sha256.Sum256(canonical))
+	return FingerprintOf(digest.SHA256(canonical))
 }
 
 // FingerprintOf is the Fingerprint of a canonical form whose SHA-256 the
-// caller computed (platform.Env.SHA256: the host may do it faster).
+// caller computed.
 func FingerprintOf(sum [32]byte) string {
 	return hex.EncodeToString(sum[:])
 }

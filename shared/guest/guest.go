@@ -25,7 +25,6 @@ var (
 		Model:     model{},
 		Config:    config{},
 		Logger:    logger{},
-		Hasher:    hasher{},
 	}
 
 	// scratch receives import results; grown when a result does not fit.
@@ -119,22 +118,6 @@ func logImport(ptr, n uint32)
 
 //go:wasmimport gateway take
 func takeResult(outPtr, n uint32)
-
-//go:wasmimport gateway sha256
-func sha256Import(ptr, n, outPtr uint32) uint32
-
-// hasher asks the host for SHA-256 (platform.Hasher); a host that answers 0
-// does not offer it, and the module hashes itself.
-type hasher struct{}
-
-var digest [32]byte // the host writes a SHA-256 here
-
-func (hasher) SHA256(p []byte) (sum [32]byte, ok bool) {
-	if len(p) == 0 || sha256Import(ptrOf(p), uint32(len(p)), ptrOf(digest[:])) != 1 {
-		return sum, false
-	}
-	return digest, true
-}
 
 type ledger struct{}
 

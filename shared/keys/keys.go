@@ -12,10 +12,11 @@ package keys
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"hash/crc32"
 	"strings"
+
+	"decisiongateway/shared/digest"
 )
 
 // Kinds of secret, as their prefixes.
@@ -111,7 +112,7 @@ func Parse(kind, secret string) (account string, ok bool) {
 
 // Hash is the stored form of a secret: lower-case hex SHA-256.
 func Hash(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
+	sum := digest.SHA256([]byte(secret))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -163,6 +164,6 @@ func AccountHint(authorization, cookie string) string {
 // per-address counter (API authentication, sign-in): the ledger never holds
 // an address in the clear, and one hash keeps the counters comparable.
 func HashClient(ip string) string {
-	sum := sha256.Sum256([]byte("decision-gateway/ip/" + ip))
+	sum := digest.SHA256([]byte("decision-gateway/ip/" + ip))
 	return hex.EncodeToString(sum[:16])
 }

@@ -7,8 +7,6 @@
 package platform
 
 import (
-	"crypto/sha256"
-
 	"decisiongateway/shared/abi"
 )
 
@@ -39,15 +37,6 @@ type Logger interface {
 	Log(rec *abi.LogRecord)
 }
 
-// Hasher computes SHA-256 digests for a module whose host does it faster:
-// a decision hashes its whole canonical request (up to megabytes) for its
-// idempotency fingerprint, and native code with the CPU's SHA instructions
-// is many times quicker than portable Go compiled to WebAssembly. ok false
-// means the host does not offer it.
-type Hasher interface {
-	SHA256(p []byte) (sum [32]byte, ok bool)
-}
-
 // Env bundles the host services for one request.
 type Env struct {
 	Ledger    Ledger
@@ -55,17 +44,6 @@ type Env struct {
 	Model     Model
 	Config    Config
 	Logger    Logger
-	Hasher    Hasher // optional: nil hashes in the module
-}
-
-// SHA256 is the SHA-256 of p, from the host when it offers it.
-func (e *Env) SHA256(p []byte) [32]byte {
-	if e.Hasher != nil {
-		if sum, ok := e.Hasher.SHA256(p); ok {
-			return sum
-		}
-	}
-	return sha256.Sum256(p)
 }
 
 // Handler is a route function: one request in, one response out.

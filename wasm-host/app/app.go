@@ -70,6 +70,11 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	ledc := make(chan opened, 1)
 	a := &App{Config: cfg, Log: log, Functions: map[string]*Function{}}
 	a.observe(buildinfo.Version())
+	// The first module (the decision's) is read and hashed while the
+	// engine is created: its compile is the cold start's critical path.
+	names := functionNames(routes.Table)
+	first := make(chan moduleFile, 1)
+	go func() { first <- readModule(cfg.FunctionsDir, names[0]) }()
 	eng, err := runtime.NewEngine(ctx, engineOptions(cfg), a.services())
 	if err != nil {
 		return nil, err
@@ -84,16 +89,19 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	loads := make(chan *Function, len(routes.Table))
 	a.traffic = newTraffic()
 	a.warm(loads, a.traffic)
-	for _, name := range functionNames(routes.Table) {
-		path := filepath.Join(cfg.FunctionsDir, name+".wasm")
-		wasm, err := os.ReadFile(path)
-		if err != nil {
-			log.Warn("function module missing; its routes answer 503", "function", name, "path", path)
+	for i, name := range names {
+		var m moduleFile
+		if i == 0 {
+			m = <-first
+		} else {
+			m = readModule(cfg.FunctionsDir, name)
+		}
+		if m.err != nil {
+			log.Warn("function module missing; its routes answer 503", "function", name, "path", m.path)
 			continue
 		}
-		sum := sha256.Sum256(wasm)
-		versions[name] = canary.VersionOfSum(name, sum)
-		a.Functions[name] = a.loader(name, wasm, sum)
+		versions[name] = canary.VersionOfSum(name, m.sum)
+		a.Functions[name] = a.loader(name, m.wasm, m.sum)
 		loads <- a.Functions[name]
 	}
 	close(loads)
@@ -223,4 +231,20 @@ func functionNames(table []routes.Route) []string {
 		}
 	}
 	return out
+}
+
+// moduleFile is a function's module as read from the functions directory.
+type moduleFile struct {
+	path string
+	wasm []byte
+	sum  [32]byte // its SHA-256: its version and its key in the cache
+	err  error
+}
+
+func readModule(dir, name string) moduleFile {
+	m := moduleFile{path: filepath.Join(dir, name+".wasm")}
+	if m.wasm, m.err = os.ReadFile(m.path); m.err == nil {
+		m.sum = sha256.Sum256(m.wasm)
+	}
+	return m
 }

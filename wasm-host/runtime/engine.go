@@ -63,10 +63,19 @@ type Engine struct {
 	cache    wazero.CompilationCache
 	services Services
 	sockets  *Sockets
+	// imports is closed once WASI and the gateway host module are
+	// instantiated, importsErr set before it closes. NewEngine does that
+	// in the background: compiling a module does not need them, only
+	// instantiating one does, and on a cold start they would otherwise
+	// delay the decision module's compile (its critical path) by about
+	// half a millisecond.
+	imports    chan struct{}
+	importsErr error
 }
 
-// NewEngine creates the runtime, instantiates WASI and the `gateway` host
-// module. Close it to release compiled code.
+// NewEngine creates the runtime and starts instantiating WASI and the
+// `gateway` host module, which the first instance waits for (an error
+// there fails every instantiation). Close it to release compiled code.
 func NewEngine(ctx context.Context, opts Options, s Services) (*Engine, error) {
 	if s.Ledger == nil || s.Fetch == nil || s.AI == nil || s.Config == nil || s.Log == nil {
 		return nil, errors.New("runtime: every service must be set")
@@ -102,21 +111,23 @@ func NewEngine(ctx context.Context, opts Options, s Services) (*Engine, error) {
 	if e.recycle == 0 {
 		e.recycle = 8 << 20
 	}
-	if e.sockets == nil { // socket builds get wasi-go's WASI, per instance
-		if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-			rt.Close(ctx)
-			return nil, err
+	e.imports = make(chan struct{})
+	go func() {
+		defer close(e.imports)
+		if e.sockets == nil { // socket builds get wasi-go's WASI, per instance
+			if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+				e.importsErr = err
+				return
+			}
 		}
-	}
-	if err := e.instantiateHostModule(ctx); err != nil {
-		rt.Close(ctx)
-		return nil, err
-	}
+		e.importsErr = e.instantiateHostModule(ctx)
+	}()
 	return e, nil
 }
 
 // Close releases every module and the runtime.
 func (e *Engine) Close(ctx context.Context) error {
+	<-e.imports
 	err := e.rt.Close(ctx)
 	if e.cache != nil {
 		e.cache.Close(ctx)
@@ -273,6 +284,9 @@ type outputWriter struct {
 func (w outputWriter) Write(p []byte) (int, error) { w.sink(w.fn, p); return len(p), nil }
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
+	if <-m.engine.imports; m.engine.importsErr != nil {
+		return nil, fmt.Errorf("runtime: host imports: %w", m.engine.importsErr)
+	}
 	out := io.Writer(outputWriter{m.name, m.engine.services.Output})
 	cfg := wazero.NewModuleConfig().
 		WithName(""). // anonymous: many instances of one module coexist

@@ -119,9 +119,9 @@ func (e *Engine) instantiateHostModule(ctx context.Context) error {
 		c.pending = c.pending[:0]
 	}), i32x2, nil).Export("take")
 
-	// sha256 hashes guest memory natively (platform.Hasher): for a large
-	// decision, SHA-256 in the module's portable Go was about a fifth of
-	// the host's CPU. It answers 1 when it wrote the 32-byte digest.
+	// sha256 hashes guest memory natively: modules carry no SHA-256 of
+	// their own (shared/digest, schema/abi.md). It answers 1: it wrote
+	// the 32-byte digest.
 	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
 		in, ok := mod.Memory().Read(uint32(stack[0]), uint32(stack[1]))
 		if !ok {

@@ -3,6 +3,8 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -376,6 +378,20 @@ func TestRandomnessDiffersFromCallToCall(t *testing.T) {
 				t.Fatalf("call %d repeated %s", i, w)
 			}
 			seen[w] = true
+		}
+	}
+}
+
+// Modules hash through the host (shared/digest, schema/abi.md): the
+// import's digests are SHA-256's, the empty input and a body larger than
+// the guest's scratch included.
+func TestModuleDigestsAreTheHostsSHA256(t *testing.T) {
+	f, _ := newTestFunction(t, 1)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<14)
+	for _, body := range [][]byte{nil, []byte("abc"), big} {
+		want := sha256.Sum256(body)
+		if got := string(call(t, f, abi.Request{Path: "/sha256", Body: body}).Body); got != hex.EncodeToString(want[:]) {
+			t.Errorf("sha256 of %d bytes = %q, want %x", len(body), got, want)
 		}
 	}
 }

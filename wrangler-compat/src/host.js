@@ -180,9 +180,14 @@ export class Instance {
         return this.#answer(encoder.encode(value), outPtr, outCap);
       },
       log: (ptr, n) => this.#log(abi.decodeLogRecord(this.#read(ptr, n))),
-      // Workers has no synchronous SHA-256 (WebCrypto's digest is async):
-      // 0 tells the module to hash by itself (schema/abi.md).
-      sha256: () => 0,
+      // Modules carry no SHA-256 of their own (schema/abi.md). WebCrypto's
+      // digest is asynchronous, so this import suspends like ledger and
+      // fetch; the input is copied before the await.
+      sha256: new WebAssembly.Suspending(async (ptr, n, outPtr) => {
+        const digest = await crypto.subtle.digest("SHA-256", this.#read(ptr, n));
+        this.#bytes().set(new Uint8Array(digest), outPtr);
+        return 1;
+      }),
       take: (outPtr, n) => {
         const p = this.pending;
         if (p === null || p.length !== n) {

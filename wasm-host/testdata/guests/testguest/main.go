@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/digest"
 	"decisiongateway/shared/guest"
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/platform"
@@ -47,6 +48,10 @@ func handle(env *platform.Env, req *abi.Request) abi.Response {
 		b := make([]byte, 16)
 		rand.Read(b)
 		return abi.Response{Status: 200, Body: []byte(hex.EncodeToString(b) + " " + strconv.FormatUint(mrand.Uint64(), 16))}
+	case "/sha256":
+		// The body's SHA-256 from the host's import (shared/digest), in hex.
+		sum := digest.SHA256(req.Body)
+		return abi.Response{Status: 200, Body: []byte(hex.EncodeToString(sum[:]))}
 	case "/remember":
 		// Answers what earlier calls left, then leaves some more: the global
 		// count, the map's keys, and a new entry holding this call's body.
