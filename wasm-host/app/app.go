@@ -70,16 +70,33 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	ledc := make(chan opened, 1)
 	a := &App{Config: cfg, Log: log, Functions: map[string]*Function{}}
 	a.observe(buildinfo.Version())
-	// The first module (the decision's) is read and hashed while the
-	// engine is created: its compile is the cold start's critical path.
+	// The first module (the decision's) is read, hashed and compiled on a
+	// goroutine of its own, started before anything else: its load is the
+	// cold start's critical path. Handed to the warming goroutine instead,
+	// it waited up to 2 ms for a processor while this one hashed the other
+	// modules and the engine instantiated its imports.
 	names := functionNames(routes.Table)
-	first := make(chan moduleFile, 1)
-	go func() { first <- readModule(cfg.FunctionsDir, names[0]) }()
+	a.traffic = newTraffic()
+	engc := make(chan *runtime.Engine, 1)
+	first := make(chan firstModule, 1)
+	go func() {
+		m := readModule(cfg.FunctionsDir, names[0])
+		var f *Function
+		if eng := <-engc; eng != nil && m.err == nil {
+			f = a.loader(names[0], m.wasm, m.sum)
+		}
+		first <- firstModule{m, f}
+		if f != nil {
+			f.Ready()
+		}
+	}()
 	eng, err := runtime.NewEngine(ctx, engineOptions(cfg), a.services())
 	if err != nil {
+		engc <- nil
 		return nil, err
 	}
 	a.Engine = eng
+	engc <- eng
 	// Modules compile in the background while the host already listens, in
 	// route table order, the decision first; a request for a function not
 	// yet loaded waits for that one alone (startup.go).
@@ -87,12 +104,13 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	// key of its instrumented form in the cache (runtime).
 	versions := map[string]canary.Version{}
 	loads := make(chan *Function, len(routes.Table))
-	a.traffic = newTraffic()
 	a.warm(loads, a.traffic)
 	for i, name := range names {
 		var m moduleFile
+		var f *Function
 		if i == 0 {
-			m = <-first
+			fm := <-first
+			m, f = fm.moduleFile, fm.fn
 		} else {
 			m = readModule(cfg.FunctionsDir, name)
 		}
@@ -100,9 +118,12 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 			log.Warn("function module missing; its routes answer 503", "function", name, "path", m.path)
 			continue
 		}
+		if f == nil {
+			f = a.loader(name, m.wasm, m.sum)
+		}
 		versions[name] = canary.VersionOfSum(name, m.sum)
-		a.Functions[name] = a.loader(name, m.wasm, m.sum)
-		loads <- a.Functions[name]
+		a.Functions[name] = f
+		loads <- f
 	}
 	close(loads)
 	// The ledger opens, and compiles the decision path's statements, once
@@ -239,6 +260,12 @@ type moduleFile struct {
 	wasm []byte
 	sum  [32]byte // its SHA-256: its version and its key in the cache
 	err  error
+}
+
+// firstModule is the first module and its Function, already loading.
+type firstModule struct {
+	moduleFile
+	fn *Function
 }
 
 func readModule(dir, name string) moduleFile {
