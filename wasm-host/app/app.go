@@ -90,13 +90,6 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 			f.Ready()
 		}
 	}()
-	// The upstream's first connection (TCP, and TLS for https) opens
-	// meanwhile, so the first decision does not wait for it
-	// (egress.Preconnect).
-	a.Egress = egress.ForOperator(cfg.UpstreamURL, cfg.UpstreamAPIKey, cfg.MailURL, cfg.MailAPIKey)
-	if o := egress.Origin(cfg.UpstreamURL); o != "" {
-		go a.Egress.Preconnect(ctx, o)
-	}
 	eng, err := runtime.NewEngine(ctx, engineOptions(cfg), a.services())
 	if err != nil {
 		engc <- nil
@@ -154,6 +147,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		return nil, o.err
 	}
 	a.Ledger = o.led
+	a.Egress = egress.ForOperator(cfg.UpstreamURL, cfg.UpstreamAPIKey, cfg.MailURL, cfg.MailAPIKey)
 	a.Releases = canary.NewTable(canary.Options{
 		Engine: eng, Ledger: a.Ledger, DataDir: cfg.DataDir, PoolSize: cfg.PoolSize,
 		Grace: cfg.RequestTimeout + 5*time.Second, Log: log,
@@ -223,9 +217,6 @@ func (a *App) Close(ctx context.Context) {
 	}
 	if a.Ledger != nil {
 		a.Ledger.Close()
-	}
-	if a.Egress != nil {
-		a.Egress.HTTP.CloseIdleConnections()
 	}
 }
 

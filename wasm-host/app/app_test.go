@@ -3,13 +3,11 @@ package app_test
 import (
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,36 +169,4 @@ func TestOtherModulesLoadAfterTheFirstAnswer(t *testing.T) {
 		}
 		return true
 	})
-}
-
-// The host opens its upstream connection while it starts: one connection,
-// one `OPTIONS *` without credentials (egress tests the reuse).
-func TestHostPreconnectsToItsUpstream(t *testing.T) {
-	var seen atomic.Value
-	seen.Store("")
-	var conns atomic.Int64
-	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == "OPTIONS" {
-			seen.Store(r.RequestURI + " auth=" + r.Header.Get("Authorization"))
-		}
-	}))
-	up.Config.DisableGeneralOptionsHandler = true
-	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	up.Start()
-	defer up.Close()
-	startHost(t, "file:"+filepath.Join(t.TempDir(), "l.db"), map[string]string{"UPSTREAM_KIND": "vendor", "UPSTREAM_URL": up.URL + "/v1", "UPSTREAM_API_KEY": "sk-secret"})
-	deadline := time.Now().Add(10 * time.Second)
-	for seen.Load() == "" && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if got := seen.Load(); got != "* auth=" {
-		t.Errorf("the upstream saw %q, want an OPTIONS * without credentials", got)
-	}
-	if n := conns.Load(); n != 1 {
-		t.Errorf("%d connections to the upstream, want 1", n)
-	}
 }
