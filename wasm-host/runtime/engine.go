@@ -112,6 +112,9 @@ func NewEngine(ctx context.Context, opts Options, s Services) (*Engine, error) {
 		e.recycle = 8 << 20
 	}
 	e.imports = make(chan struct{})
+	// Instantiation outlives the call: a ctx ended after NewEngine returns
+	// must not fail it, as it could not when this ran before returning.
+	ctx = context.WithoutCancel(ctx)
 	go func() {
 		defer close(e.imports)
 		if e.sockets == nil { // socket builds get wasi-go's WASI, per instance
