@@ -12,7 +12,6 @@ import (
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/canon"
 	"decisiongateway/shared/contract"
-	"decisiongateway/shared/digest"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/ledgerq"
 	"decisiongateway/shared/platform"
@@ -85,7 +84,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	// request without a key has no record to compare it with.
 	fingerprint := ""
 	if idemKey != "" {
-		fingerprint = canon.FingerprintOf(digest.SHA256(canonical))
+		fingerprint = canon.Fingerprint(canonical)
 	}
 
 	// Authorise and reserve: one ledger round trip.

@@ -90,12 +90,7 @@ func Append(dst, body []byte, effectiveModel string) ([]byte, error) {
 // Fingerprint is the lower-case hex SHA-256 of a canonical form: the key of
 // an idempotency record's request.
 func Fingerprint(canonical []byte) string {
-	return FingerprintOf(digest.SHA256(canonical))
-}
-
-// FingerprintOf is the Fingerprint of a canonical form whose SHA-256 the
-// caller computed.
-func FingerprintOf(sum [32]byte) string {
+	sum := digest.SHA256(canonical)
 	return hex.EncodeToString(sum[:])
 }
 
