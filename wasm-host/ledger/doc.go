@@ -31,8 +31,10 @@
 //     so a 14-step batch cost 16 round trips. For sqld and Turso the writer
 //     instead translates the whole group into one Hrana batch, with the
 //     conditions turned into guard statements that fail when a test is
-//     false (see translate.go), and sends it on a kept stream. Batches the
-//     translation cannot express exactly still run interactively.
+//     false (see translate.go), and sends it on a kept stream: one Hrana
+//     message on a WebSocket, or one HTTP pipeline request where the server
+//     refuses the upgrade (hranaws.go says why and what it saves). Batches
+//     the translation cannot express exactly still run interactively.
 //   - Prepared statements on the embedded file. Compiling SQL cost about as
 //     much as running it, and the routes send the same few texts over and
 //     over, so the writer keeps each statement compiled on its connection

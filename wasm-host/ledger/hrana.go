@@ -37,6 +37,12 @@ type hranaClient struct {
 	base  string    // where the server asked the stream's next request to go
 	used  time.Time // when the stream last answered
 
+	// wsURL is the server's Hrana-over-WebSocket endpoint (hranaws.go),
+	// "" once the server answered the upgrade over HTTP: then every batch
+	// goes to the pipeline endpoint.
+	wsURL string
+	ws    *hranaWS // the open connection, nil when none
+
 	trips *atomic.Int64 // counts requests sent (Stats.RoundTrips); may be nil
 }
 
@@ -67,7 +73,10 @@ func newHranaClient(url, authToken string) (*hranaClient, error) {
 	// a near link; they travel as they are.
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DisableCompression = true
-	return &hranaClient{pipeline: u.String(), token: authToken, http: &http.Client{Transport: t}}, nil
+	ws := *u
+	ws.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
+	ws.Path = strings.TrimSuffix(ws.Path, "/v2/pipeline")
+	return &hranaClient{pipeline: u.String(), wsURL: ws.String(), token: authToken, http: &http.Client{Transport: t}}, nil
 }
 
 // The JSON shapes of Hrana v2 that the executor uses.
@@ -139,11 +148,18 @@ type (
 // the server (the connection was never made), so nothing ran.
 var errNotSent = errors.New("request not sent")
 
-// batch runs steps as one Hrana batch on a fresh stream, which the same
-// request closes, and returns the batch's result. An error means the batch
+// batch runs steps as one Hrana batch on the kept stream, over WebSocket
+// unless the server refused the upgrade, and returns the batch's result. An error means the batch
 // has no result: either the request did not get through or the server
 // refused it as a whole.
 func (c *hranaClient) batch(ctx context.Context, steps []hranaStep) (*hranaBatchResult, error) {
+	if c.wsURL != "" {
+		res, err := c.wsBatch(ctx, steps)
+		if !errors.Is(err, errNoWebSocket) {
+			return res, err
+		}
+		c.wsURL = ""
+	}
 	if c.baton != "" && time.Since(c.used) > streamIdle {
 		c.reset() // the server may have expired it; do not find out the slow way
 	}
@@ -159,10 +175,14 @@ func (c *hranaClient) batch(ctx context.Context, steps []hranaStep) (*hranaBatch
 
 // reset forgets the kept stream; the server closes it when it expires.
 // Used after any failure that leaves the stream's state unknown.
-func (c *hranaClient) reset() { c.baton, c.base = "", "" }
+func (c *hranaClient) reset() {
+	c.baton, c.base = "", ""
+	c.dropWS()
+}
 
 // close ends the kept stream, if any, so the server can free it at once.
 func (c *hranaClient) close() {
+	c.dropWS()
 	if c.baton == "" {
 		return
 	}
@@ -264,7 +284,12 @@ func (c *hranaClient) send(ctx context.Context, steps []hranaStep) (*hranaBatchR
 	if r.Response == nil || r.Response.Type != "batch" {
 		return nil, fmt.Errorf("hrana: no batch result received: %w", driver.ErrBadConn)
 	}
-	res := &r.Response.Result
+	return complete(&r.Response.Result, steps)
+}
+
+// complete returns res when it answers every step, and otherwise an error
+// that leaves the batch's outcome unknown.
+func complete(res *hranaBatchResult, steps []hranaStep) (*hranaBatchResult, error) {
 	if len(res.StepResults) != len(steps) || len(res.StepErrors) != len(steps) {
 		return nil, fmt.Errorf("hrana: %d results and %d errors for %d steps: %w", len(res.StepResults), len(res.StepErrors), len(steps), driver.ErrBadConn)
 	}

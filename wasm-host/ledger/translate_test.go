@@ -63,47 +63,131 @@ func reserve(id, idem string, cost int64, now time.Time) *ledgerq.Reserve {
 }
 
 // The decision path's reservation batch (auth counter, key check, rate
-// counter, stale check, idempotency claim, debit, …) costs one HTTP request
-// on sqld, and so does its settlement.
+// counter, stale check, idempotency claim, debit, …) costs one request on
+// sqld, and so does its settlement: one WebSocket message each, or one HTTP
+// pipeline request each where the server refuses the upgrade.
 func TestRemoteBatchIsOneRequest(t *testing.T) {
-	url, n := countingProxy(t, sqldtest.Start(t))
-	e := openT(t, url)
-	seedLedger(t, e)
-	l := e.Bind(testCtx(t))
-	now := time.Unix(1_800_000_000, 0)
+	for _, transport := range []string{"websocket", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			url, pipeline := countingProxy(t, sqldtest.Start(t))
+			e := openT(t, url)
+			if transport == "http" {
+				e.hrana.wsURL = ""
+			}
+			seedLedger(t, e)
+			l := e.Bind(testCtx(t))
+			now := time.Unix(1_800_000_000, 0)
+			// requests counts what reached the server: HTTP requests are
+			// counted by the proxy, WebSocket messages by the client
+			// (opening and seeding used the interactive path).
+			pipeline.Store(0)
+			start := e.Stats().RoundTrips
+			requests := func() int64 {
+				if transport == "http" {
+					return pipeline.Swap(0)
+				}
+				if n := pipeline.Load(); n != 0 {
+					t.Errorf("%d HTTP pipeline requests over WebSocket", n)
+				}
+				n := e.Stats().RoundTrips - start
+				start = e.Stats().RoundTrips
+				return n
+			}
 
-	b := batchOf(
-		stmt("SELECT 1"),
-		when(stmt("UPDATE accounts SET balance = balance - 1 WHERE id = ?", abi.String(acct)), abi.Cond{Step: 0, Test: abi.Truthy}),
-		when(stmt("SELECT balance FROM accounts WHERE id = ?", abi.String(acct)), abi.Cond{Step: 1, Test: abi.Affected}),
-	)
-	if p, ok := translate([]*job{{steps: b.Steps, shapes: mustPlan(t, b)}}); !ok || p.begin < 0 {
-		t.Fatal("a conditional batch was not translated")
-	}
-	n.Store(0)
-	if res := e.Exec(testCtx(t), b); res.Err != "" || res.Steps[2].First().AsInt() != 99 {
-		t.Fatalf("conditional batch: %+v", res)
-	}
-	if got := n.Load(); got != 1 {
-		t.Errorf("conditional batch: %d HTTP requests, want 1", got)
-	}
+			b := batchOf(
+				stmt("SELECT 1"),
+				when(stmt("UPDATE accounts SET balance = balance - 1 WHERE id = ?", abi.String(acct)), abi.Cond{Step: 0, Test: abi.Truthy}),
+				when(stmt("SELECT balance FROM accounts WHERE id = ?", abi.String(acct)), abi.Cond{Step: 1, Test: abi.Affected}),
+			)
+			if p, ok := translate([]*job{{steps: b.Steps, shapes: mustPlan(t, b)}}); !ok || p.begin < 0 {
+				t.Fatal("a conditional batch was not translated")
+			}
+			requests()
+			if res := e.Exec(testCtx(t), b); res.Err != "" || res.Steps[2].First().AsInt() != 99 {
+				t.Fatalf("conditional batch: %+v", res)
+			}
+			if got := requests(); got != 1 {
+				t.Errorf("conditional batch: %d requests, want 1", got)
+			}
 
-	n.Store(0)
-	r, err := ledgerq.ReserveDecision(l, reserve("req_1", "idem_1", 5, now))
-	if err != nil || r.Outcome != ledgerq.Reserved {
-		t.Fatalf("ReserveDecision: %+v, %v", r, err)
+			r, err := ledgerq.ReserveDecision(l, reserve("req_1", "idem_1", 5, now))
+			if err != nil || r.Outcome != ledgerq.Reserved {
+				t.Fatalf("ReserveDecision: %+v, %v", r, err)
+			}
+			if got := requests(); got != 1 {
+				t.Errorf("ReserveDecision: %d requests, want 1", got)
+			}
+			ok, err := ledgerq.SettleDecision(l, &ledgerq.Settle{RequestID: "req_1", AccountID: acct, IdemKey: "idem_1", Cost: 5,
+				OK: true, Status: 200, InputTokens: 1, OutputTokens: 2, Retain: &ledgerq.Retained{RequestID: "req_1", Status: 200, Body: []byte("{}")}, Now: now})
+			if err != nil || !ok {
+				t.Fatalf("SettleDecision: %v, %v", ok, err)
+			}
+			if got := requests(); got != 1 {
+				t.Errorf("SettleDecision: %d requests, want 1", got)
+			}
+		})
 	}
-	if got := n.Load(); got != 1 {
-		t.Errorf("ReserveDecision: %d HTTP requests, want 1", got)
+}
+
+// A server, or a proxy in front of it, that answers the WebSocket upgrade
+// with an HTTP status gets every batch over the HTTP pipeline instead.
+func TestRemoteWithoutWebSocketUsesHTTP(t *testing.T) {
+	u, err := neturl.Parse(sqldtest.Start(t))
+	if err != nil {
+		t.Fatal(err)
 	}
-	n.Store(0)
-	ok, err := ledgerq.SettleDecision(l, &ledgerq.Settle{RequestID: "req_1", AccountID: acct, IdemKey: "idem_1", Cost: 5,
-		OK: true, Status: 200, InputTokens: 1, OutputTokens: 2, Retain: &ledgerq.Retained{RequestID: "req_1", Status: 200, Body: []byte("{}")}, Now: now})
-	if err != nil || !ok {
-		t.Fatalf("SettleDecision: %v, %v", ok, err)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	var upgrades, pipeline atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			upgrades.Add(1)
+			http.NotFound(w, r)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/pipeline") {
+			pipeline.Add(1)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	e := openT(t, srv.URL)
+	run(t, e, stmt("CREATE TABLE s (x)"), stmt("INSERT INTO s VALUES (1)"))
+	run(t, e, stmt("INSERT INTO s VALUES (2)"), stmt("INSERT INTO s VALUES (3)"))
+	if got := scalar(t, e, "SELECT sum(x) FROM s"); got != 6 {
+		t.Errorf("sum %d, want 6", got)
 	}
-	if got := n.Load(); got != 1 {
-		t.Errorf("SettleDecision: %d HTTP requests, want 1", got)
+	if got := upgrades.Load(); got != 1 {
+		t.Errorf("%d upgrade attempts, want 1 (then HTTP for good)", got)
+	}
+	if pipeline.Load() < 3 {
+		t.Errorf("%d pipeline requests, want every batch over HTTP", pipeline.Load())
+	}
+}
+
+// A WebSocket the server closed while the writer was idle (here: sqld was
+// killed and started again) is noticed before the next batch is written to
+// it, so that batch runs on a new connection instead of failing with an
+// unknown outcome.
+func TestRemoteDeadWebSocketIsReplaced(t *testing.T) {
+	srv := sqldtest.StartServer(t)
+	e := openT(t, srv.URL)
+	run(t, e, stmt("CREATE TABLE s (x)"), stmt("INSERT INTO s VALUES (1)"))
+	if e.hrana.ws == nil {
+		t.Fatal("no WebSocket kept after a batch")
+	}
+	srv.Kill()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.hrana.ws.alive() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if res := e.Exec(testCtx(t), batchOf(stmt("INSERT INTO s VALUES (2)"), stmt("INSERT INTO s VALUES (3)"))); res.Err != "" {
+		t.Fatalf("batch after the restart: %s", res.Err)
+	}
+	if got := scalar(t, e, "SELECT sum(x) FROM s"); got != 6 {
+		t.Errorf("sum %d, want 6", got)
 	}
 }
 
@@ -337,11 +421,12 @@ func TestScalarSelect(t *testing.T) {
 	}
 }
 
-// A kept stream that the server no longer knows (expired, or the server
-// restarted) costs one more request, not a failed batch.
+// A kept HTTP stream that the server no longer knows (expired, or the
+// server restarted) costs one more request, not a failed batch.
 func TestRemoteStaleStreamIsReplaced(t *testing.T) {
 	url, n := countingProxy(t, sqldtest.Start(t))
 	e := openT(t, url)
+	e.hrana.wsURL = "" // the HTTP pipeline's kept stream
 	run(t, e, stmt("CREATE TABLE s (x)"), stmt("INSERT INTO s VALUES (1)"))
 	if e.hrana.baton == "" {
 		t.Fatal("no stream kept after a batch")
