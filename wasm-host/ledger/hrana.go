@@ -117,13 +117,15 @@ type (
 		Baton   *string `json:"baton"`
 		BaseURL *string `json:"base_url"`
 		Results []struct {
-			Type     string `json:"type"`
-			Response *struct {
-				Type   string           `json:"type"`
-				Result hranaBatchResult `json:"result"`
-			} `json:"response"`
-			Error *hranaError `json:"error"`
+			Type     string        `json:"type"`
+			Response *hranaBatchRs `json:"response"`
+			Error    *hranaError   `json:"error"`
 		} `json:"results"`
+	}
+	// hranaBatchRs is the answer to a batch request, on either transport.
+	hranaBatchRs struct {
+		Type   string           `json:"type"`
+		Result hranaBatchResult `json:"result"`
 	}
 	hranaBatchResult struct {
 		StepResults []*hranaStmtResult `json:"step_results"`
@@ -149,9 +151,9 @@ type (
 var errNotSent = errors.New("request not sent")
 
 // batch runs steps as one Hrana batch on the kept stream, over WebSocket
-// unless the server refused the upgrade, and returns the batch's result. An error means the batch
-// has no result: either the request did not get through or the server
-// refused it as a whole.
+// unless the server refused the upgrade, and returns the batch's result.
+// An error means the batch has no result: either the request did not get
+// through or the server refused it as a whole.
 func (c *hranaClient) batch(ctx context.Context, steps []hranaStep) (*hranaBatchResult, error) {
 	if c.wsURL != "" {
 		res, err := c.wsBatch(ctx, steps)
@@ -281,15 +283,16 @@ func (c *hranaClient) send(ctx context.Context, steps []hranaStep) (*hranaBatchR
 	if r.Error != nil {
 		return nil, fmt.Errorf("%w: %s", errRefused, r.Error.Message)
 	}
-	if r.Response == nil || r.Response.Type != "batch" {
-		return nil, fmt.Errorf("hrana: no batch result received: %w", driver.ErrBadConn)
-	}
-	return complete(&r.Response.Result, steps)
+	return complete(r.Response, steps)
 }
 
-// complete returns res when it answers every step, and otherwise an error
-// that leaves the batch's outcome unknown.
-func complete(res *hranaBatchResult, steps []hranaStep) (*hranaBatchResult, error) {
+// complete returns the batch's result when rs is one that answers every
+// step, and otherwise an error that leaves the batch's outcome unknown.
+func complete(rs *hranaBatchRs, steps []hranaStep) (*hranaBatchResult, error) {
+	if rs == nil || rs.Type != "batch" {
+		return nil, fmt.Errorf("hrana: no batch result received: %w", driver.ErrBadConn)
+	}
+	res := &rs.Result
 	if len(res.StepResults) != len(steps) || len(res.StepErrors) != len(steps) {
 		return nil, fmt.Errorf("hrana: %d results and %d errors for %d steps: %w", len(res.StepResults), len(res.StepErrors), len(steps), driver.ErrBadConn)
 	}

@@ -67,13 +67,10 @@ type (
 		Batch    *hranaBatch `json:"batch,omitempty"`
 	}
 	wsServerMsg struct {
-		Type      string      `json:"type"`
-		RequestID int64       `json:"request_id"`
-		Error     *hranaError `json:"error"`
-		Response  *struct {
-			Type   string           `json:"type"`
-			Result hranaBatchResult `json:"result"`
-		} `json:"response"`
+		Type      string        `json:"type"`
+		RequestID int64         `json:"request_id"`
+		Error     *hranaError   `json:"error"`
+		Response  *hranaBatchRs `json:"response"`
 	}
 )
 
@@ -237,11 +234,7 @@ func (c *hranaClient) wsBatch(ctx context.Context, steps []hranaStep) (*hranaBat
 			}
 			return nil, fmt.Errorf("%w: %s", errRefused, msg)
 		}
-		if m.Response == nil || m.Response.Type != "batch" {
-			c.dropWS()
-			return nil, fmt.Errorf("hrana: no batch result received: %w", driver.ErrBadConn)
-		}
-		res, err := complete(&m.Response.Result, steps)
+		res, err := complete(m.Response, steps)
 		if err != nil {
 			c.dropWS()
 		}
