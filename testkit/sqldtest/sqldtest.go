@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"decisiongateway/testkit/testenv"
+	"decisiongateway/wasm-host/childproc"
 )
 
 // Version is the sqld release installed by scripts/install-sqld.sh.
@@ -138,6 +139,7 @@ func (s *Server) run() error {
 		"--no-welcome",
 	)
 	cmd.Dir = s.dir
+	childproc.DieWithParent(cmd) // a test binary killed at its timeout takes sqld with it
 	s.Log.Reset()
 	cmd.Stdout = s.Log
 	cmd.Stderr = s.Log

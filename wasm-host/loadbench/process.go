@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"decisiongateway/wasm-host/childproc"
 )
 
 // process is a child the benchmark measures (the proxy, the gateway) or
@@ -53,6 +55,9 @@ func start(p *process, env []string, path string, args ...string) (*process, err
 	if p.group {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
+	// An interrupted benchmark (^C, a kill) takes its servers with it
+	// instead of leaving them to load the machine.
+	childproc.DieWithParent(cmd)
 	p.cmd, p.exited = cmd, make(chan struct{})
 	p.started = time.Now()
 	if err := cmd.Start(); err != nil {

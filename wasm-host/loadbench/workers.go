@@ -23,7 +23,8 @@ const burstSize = 200
 // 1 s. Each round sends burstSize decisions at once to the proxy, then to
 // the Workers, and waits for every answer; it counts 503 overloaded (a
 // request that found every instance of its function busy until its
-// deadline) and reports workerd's peak RSS.
+// deadline) and reports the memory of each Worker's isolate (isolates.go)
+// and the peak RSS of the workerd that runs them all.
 func (b *bench) workersCase(spec func(string, *ledgerDB) gatewaySpec) error {
 	root, err := os.Getwd()
 	if err != nil {
@@ -53,9 +54,13 @@ func (b *bench) workersCase(spec func(string, *ledgerDB) gatewaySpec) error {
 		return err
 	}
 	defer w.stop()
-	workerd := groupMember(w.pid(), "workerd")
+	prefix, err := deploymentPrefix(out)
+	if err != nil {
+		return err
+	}
+	workerd, targets := findWorkers(groupMembers(w.pid(), "workerd"), prefix)
 	if workerd == 0 {
-		return fmt.Errorf("workers: no workerd process under wrangler dev; log:\n%s", w.tail(20))
+		return fmt.Errorf("workers: no workerd under wrangler dev serves an inspector that lists the Workers; log:\n%s", w.tail(20))
 	}
 
 	// Warm: instances are created inside requests, up to the pool's limit.
@@ -63,6 +68,7 @@ func (b *bench) workersCase(spec func(string, *ledgerDB) gatewaySpec) error {
 	closedLoop(&load{url: "http://" + w.addr, keys: keys, body: b.payloads["small"], dur: max(b.warmup, time.Second), grace: 5 * time.Second}, closedConns)
 	b.up.setLatency(slowLatency)
 	resetPeak(workerd)
+	watch := watchIsolates(targets)
 	var px, wk []burstResult
 	for i := 0; i < b.rounds; i++ {
 		px = append(px, burst("http://"+b.proxy.addr, keys, b.payloads["small"]))
@@ -73,8 +79,9 @@ func (b *bench) workersCase(spec func(string, *ledgerDB) gatewaySpec) error {
 			fmt.Fprintf(b.out, "  workers round %d: proxy %s | workers %s\n", i+1, px[i], wk[i])
 		}
 	}
-	fmt.Fprintf(b.out, "%-26s %d decisions at once, 1 s upstream, %d rounds: proxy %s | workers %s | workerd peak RSS %s\n",
-		"workers/burst200-1s", burstSize, len(wk), mergeBursts(px), mergeBursts(wk), fmtMiB(peakRSS(workerd)))
+	peaks := watch.stop()
+	fmt.Fprintf(b.out, "%-26s %d decisions at once, 1 s upstream, %d rounds: proxy %s | workers %s | %s | workerd (all %d Workers and wrangler's local services) peak RSS %s\n",
+		"workers/burst200-1s", burstSize, len(wk), mergeBursts(px), mergeBursts(wk), isolatesLine(peaks), len(targets), fmtMiB(peakRSS(workerd)))
 	return nil
 }
 
@@ -138,9 +145,10 @@ func startWorkers(s gatewaySpec, dir, out, nodeBin, key string, probe []byte) (*
 	return p, nil
 }
 
-// groupMember returns the pid of the process named comm in pgid's process
-// group, or 0.
-func groupMember(pgid int, comm string) int {
+// groupMembers returns the pids of the processes named comm in pgid's
+// process group.
+func groupMembers(pgid int, comm string) []int {
+	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -158,10 +166,10 @@ func groupMember(pgid int, comm string) int {
 		}
 		f := strings.Fields(s[rp+1:]) // state ppid pgrp …
 		if len(f) > 2 && s[lp+1:rp] == comm && f[2] == strconv.Itoa(pgid) {
-			return pid
+			pids = append(pids, pid)
 		}
 	}
-	return 0
+	return pids
 }
 
 // burstResult is what one burst of decisions got back.

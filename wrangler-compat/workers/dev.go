@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"decisiongateway/shared/contract"
+	"decisiongateway/wasm-host/childproc"
 	"decisiongateway/wasm-host/hostconfig"
 )
 
@@ -96,6 +97,9 @@ func cmdDev(args []string, stdout io.Writer) error {
 	cmd := exec.Command(w.node, a...)
 	cmd.Env = w.env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, os.Stderr
+	// If this process is killed, wrangler is asked to stop, and stops the
+	// workerd it runs the Workers in, instead of serving on as an orphan.
+	childproc.StopWithParent(cmd)
 	return cmd.Run()
 }
 
