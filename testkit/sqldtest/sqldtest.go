@@ -11,11 +11,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -239,4 +243,27 @@ func Backends(t testing.TB) []Backend {
 		{Name: "embedded", URL: "file:" + filepath.Join(t.TempDir(), "ledger.db")},
 		{Name: "sqld", URL: srv.URL, Server: srv},
 	}
+}
+
+// CountingProxy puts a reverse proxy before the libSQL server at target,
+// delaying each request by delay (a server as far away as Turso is from a
+// Worker), and counts the Hrana pipeline requests (…/pipeline) through it.
+// A WebSocket upgrade passes through uncounted.
+func CountingProxy(t testing.TB, target string, delay time.Duration) (string, *atomic.Int64) {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/pipeline") {
+			n.Add(1)
+		}
+		time.Sleep(delay)
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, &n
 }

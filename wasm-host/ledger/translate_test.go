@@ -18,26 +18,6 @@ import (
 	"decisiongateway/testkit/sqldtest"
 )
 
-// countingProxy forwards to a sqld and counts the Hrana pipeline requests
-// that pass through it.
-func countingProxy(t *testing.T, target string) (string, *atomic.Int64) {
-	t.Helper()
-	u, err := neturl.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n atomic.Int64
-	rp := httputil.NewSingleHostReverseProxy(u)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/pipeline") {
-			n.Add(1)
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, &n
-}
-
 const (
 	acct    = "acct_1"
 	keyHash = "hash_1"
@@ -69,7 +49,7 @@ func reserve(id, idem string, cost int64, now time.Time) *ledgerq.Reserve {
 func TestRemoteBatchIsOneRequest(t *testing.T) {
 	for _, transport := range []string{"websocket", "http"} {
 		t.Run(transport, func(t *testing.T) {
-			url, pipeline := countingProxy(t, sqldtest.Start(t))
+			url, pipeline := sqldtest.CountingProxy(t, sqldtest.Start(t), 0)
 			e := openT(t, url)
 			if transport == "http" {
 				e.hrana.wsURL = ""
@@ -424,7 +404,7 @@ func TestScalarSelect(t *testing.T) {
 // A kept HTTP stream that the server no longer knows (expired, or the
 // server restarted) costs one more request, not a failed batch.
 func TestRemoteStaleStreamIsReplaced(t *testing.T) {
-	url, n := countingProxy(t, sqldtest.Start(t))
+	url, n := sqldtest.CountingProxy(t, sqldtest.Start(t), 0)
 	e := openT(t, url)
 	e.hrana.wsURL = "" // the HTTP pipeline's kept stream
 	run(t, e, stmt("CREATE TABLE s (x)"), stmt("INSERT INTO s VALUES (1)"))

@@ -9,11 +9,21 @@
 // rounds, then COMMIT. Each round is a single Hrana batch whose steps are
 // chained on the success of the previous one, so after an error nothing else
 // runs and the transaction is rolled back. A step joins the current round when
-// its conditions only look at steps whose results are already known, so a
-// batch without conditions, the common case, costs one HTTP round trip.
+// its conditions only look at steps whose results are already known.
+//
+// Most batches do not need the rounds: translate turns their conditions into
+// guards that sqld evaluates itself, as the wazero host does for a remote
+// ledger (wasm-host/ledger, translate.go, which says how), and the whole
+// batch, BEGIN IMMEDIATE to COMMIT, is one HTTP request. That matters for
+// more than the round trips: the rounds hold sqld's write lock from BEGIN to
+// COMMIT across them, so every other writer of the deployment waits for
+// about three round trips per batch (a decision's reservation), which from a
+// Worker to Turso are tens of milliseconds each. In one request the lock is
+// held only while sqld runs the statements. A batch the translation cannot
+// express exactly still takes the rounds.
 
-import { Kind, holds } from "./abi.js";
-import { plan, PlanError } from "./sqlshape.js";
+import { Cond, Kind, holds } from "./abi.js";
+import { plan, PlanError, scalarSelect } from "./sqlshape.js";
 
 /** How long one HTTP request to the ledger may take. */
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -26,6 +36,125 @@ const REQUEST_TIMEOUT_MS = 10_000;
 const LOCK_RETRY_BUDGET_MS = 5_000;
 const LOCK_RETRY_FIRST_MS = 5;
 const LOCK_RETRY_MAX_MS = 250;
+
+// The one-request form (translate). A guard is a statement placed right
+// after a tested step that fails exactly when the test is false, by
+// computing abs(-9223372036854775808), which SQLite refuses with "integer
+// overflow"; a step that depends on the test runs on ok(guard).
+const GUARD_FAIL = "abs(-9223372036854775808)";
+const SQL_AFFECTED = `SELECT CASE WHEN changes() > 0 THEN 1 ELSE ${GUARD_FAIL} END`;
+const TRUTH_PREFIX =
+  "SELECT CASE WHEN (CASE typeof(v) WHEN 'integer' THEN v <> 0 WHEN 'real' THEN v <> 0" +
+  " WHEN 'text' THEN v <> '' AND v <> '0' WHEN 'blob' THEN length(v) > 0 ELSE 0 END) THEN 1 ELSE " +
+  GUARD_FAIL +
+  " END FROM (SELECT (";
+const TRUTH_SUFFIX = "\n) AS v)";
+/** Real steps between checkpoints, as in the wazero host. */
+const CHECKPOINT_EVERY = 8;
+
+const CONTROL = 0;
+const REAL = 1;
+const GUARD = 2;
+
+const ok = (step) => ({ type: "ok", step });
+const not = (cond) => ({ type: "not", cond });
+const and = (conds) => (conds.length === 1 ? conds[0] : { type: "and", conds });
+
+/**
+ * needs finds which steps are tested for rows changed and for truth, or
+ * returns null when a test cannot be translated exactly.
+ */
+function needs(steps, shapes) {
+  const affected = steps.map(() => false);
+  const truth = steps.map(() => false);
+  for (const st of steps) {
+    for (const c of st.when) {
+      const s = shapes[c.step];
+      if (c.test === Cond.Affected || c.test === Cond.NotAffected) {
+        // A statement that returns rows without writing reports 0; DDL and
+        // PRAGMA report whatever the connection saw last.
+        if (!s.dml && !(s.rows && !s.returning && s.readOnly)) return null;
+        affected[c.step] = true;
+      } else {
+        if (s.rows && !scalarSelect(steps[c.step].sql, s)) return null;
+        truth[c.step] = true;
+      }
+    }
+  }
+  return { affected, truth };
+}
+
+/**
+ * condition translates one of a step's conditions. known: its value is
+ * decided without the database (holds is that value); otherwise cond is the
+ * Hrana condition.
+ */
+function condition(c, at, guards, shapes) {
+  const k = c.step;
+  if (at[k] < 0) {
+    // Skipped: not executed, so nothing changed and no cell is true.
+    return { known: true, holds: c.test === Cond.NotAffected || c.test === Cond.Falsy };
+  }
+  if (c.test === Cond.Affected || c.test === Cond.NotAffected) {
+    if (guards[k].affected < 0) return { known: true, holds: c.test === Cond.NotAffected }; // a read changes nothing
+    const g = ok(guards[k].affected);
+    return { known: false, cond: c.test === Cond.Affected ? g : not(g) };
+  }
+  if (!shapes[k].rows || guards[k].truthy < 0) return { known: true, holds: c.test === Cond.Falsy }; // no rows: NULL
+  const g = ok(guards[k].truthy);
+  return { known: false, cond: c.test === Cond.Truthy ? g : not(g) };
+}
+
+/**
+ * translate returns the one-request form of a batch: its Hrana steps, the
+ * Hrana step of each of ours (-1 when already known to be skipped), each
+ * Hrana step's kind and where BEGIN and COMMIT are; or null when the batch
+ * needs the rounds. Each real step runs when the latest checkpoint ran, no
+ * real step since has failed, and its own tests hold; COMMIT runs on the
+ * same terms, and ROLLBACK when COMMIT did not.
+ */
+function translate(steps, shapes) {
+  const need = needs(steps, shapes);
+  if (!need) return null;
+  const p = { steps: [], kinds: [], at: [], begin: -1, commit: -1 };
+  const add = (st, cond, kind) => {
+    p.steps.push(cond ? { stmt: st, condition: cond } : { stmt: st });
+    p.kinds.push(kind);
+    return p.steps.length - 1;
+  };
+  p.begin = add(stmt("BEGIN IMMEDIATE"), null, CONTROL);
+  let base = ok(p.begin);
+  let window = [];
+  const alive = () => [base, ...window];
+  const guards = [];
+  for (let i = 0; i < steps.length; i++) {
+    const st = steps[i];
+    const tests = [];
+    let run = true;
+    for (const c of st.when) {
+      const t = condition(c, p.at, guards, shapes);
+      if (t.known) run = run && t.holds;
+      else tests.push(t.cond);
+    }
+    p.at[i] = -1;
+    guards[i] = { affected: -1, truthy: -1 };
+    if (!run) continue;
+    const k = add(stmt(st.sql, st.args), and([...alive(), ...tests]), REAL);
+    p.at[i] = k;
+    if (need.affected[i] && shapes[i].dml) guards[i].affected = add(stmt(SQL_AFFECTED), ok(k), GUARD);
+    if (need.truth[i] && shapes[i].rows) guards[i].truthy = add(stmt(TRUTH_PREFIX + st.sql + TRUTH_SUFFIX, st.args), ok(k), GUARD);
+    // "k did not fail" is "k succeeded or its own tests were false" (sqld
+    // counts a skipped step as failed too).
+    window.push(tests.length > 0 ? { type: "or", conds: [ok(k), not(and(tests))] } : ok(k));
+    if (window.length === CHECKPOINT_EVERY) {
+      base = ok(add(stmt("SELECT 1"), and(alive()), CONTROL));
+      window = [];
+    }
+  }
+  p.commit = add(stmt("COMMIT"), and(alive()), CONTROL);
+  add(stmt("ROLLBACK"), not(ok(p.commit)), CONTROL);
+  return p;
+}
 
 /** A failed batch: its message is what the guest sees as BatchResult.error. */
 export class LedgerError extends Error {
@@ -341,6 +470,45 @@ export class Ledger {
   }
 
   async #run(batch, shapes) {
+    const p = translate(batch.steps, shapes);
+    return p ? this.#runOne(p, shapes) : this.#runRounds(batch, shapes);
+  }
+
+  /**
+   * runOne runs a translated batch as one request and reports it as the
+   * rounds would: the same results, the same errors.
+   */
+  async #runOne(p, shapes) {
+    const stream = new Stream(this.base, this.token);
+    const [res] = await stream.pipeline([{ type: "batch", batch: { steps: p.steps } }, { type: "close" }]);
+    stream.open = false;
+    if (res?.type !== "ok") throw new LedgerError(`ledger: ${message(res?.error?.message ?? "request failed")}`);
+    const result = res.response.result;
+    const errors = result.step_errors ?? [];
+    const outs = result.step_results ?? [];
+    const detail = (e) => message(e.message ?? "SQL error");
+    if (errors[p.begin]) {
+      const e = new LedgerError(`ledger: ${detail(errors[p.begin])}`, { locked: isLockError(errors[p.begin]) });
+      e.detail = detail(errors[p.begin]);
+      throw e;
+    }
+    for (let i = 0; i < p.at.length; i++) {
+      const k = p.at[i];
+      if (k >= 0 && errors[k]) throw new LedgerError(`ledger: step ${i}: ${detail(errors[k])}`);
+    }
+    for (let k = 0; k < p.kinds.length; k++) {
+      // A guard may only fail by design; anything else means a test was
+      // decided wrongly, and the batch may have committed on it.
+      if (p.kinds[k] === GUARD && errors[k] && !/integer overflow/.test(errors[k].message ?? "")) {
+        throw new LedgerError(`ledger: commit outcome unknown: condition check failed: ${detail(errors[k])}`);
+      }
+    }
+    if (errors[p.commit]) throw new LedgerError(`ledger: commit: ${detail(errors[p.commit])}`);
+    if (!outs[p.commit]) throw new LedgerError("ledger: commit outcome unknown: COMMIT did not run");
+    return p.at.map((k, i) => (k >= 0 && outs[k] ? toStepResult(outs[k], shapes[i]) : SKIPPED));
+  }
+
+  async #runRounds(batch, shapes) {
     const steps = batch.steps;
     // results[k] is known for every decided step; PENDING marks a step sent
     // in the current round whose result is not back yet.

@@ -142,10 +142,13 @@ class Lexer {
 
 /**
  * classify inspects one step's SQL and returns its shape: { rows, returning,
- * insert, params }. It throws ShapeError for text the executor refuses.
+ * insert, readOnly, dml, params }. readOnly: the statement cannot write
+ * (SELECT, VALUES, EXPLAIN, or a WITH that ends in one); dml: an INSERT,
+ * UPDATE, DELETE or REPLACE, with or without WITH. It throws ShapeError for
+ * text the executor refuses.
  */
 export function classify(sql) {
-  const s = { rows: false, returning: false, insert: false, params: 0 };
+  const s = { rows: false, returning: false, insert: false, readOnly: false, dml: false, params: 0 };
   const lx = new Lexer(sql);
   let first = ""; // first keyword of the statement
   let verb = ""; // the statement's own verb, past any WITH clause
@@ -200,10 +203,73 @@ export function classify(sql) {
   }
   if (first === "") throw new ShapeError("empty statement");
   if (SQL_SHAPE.transaction.includes(first)) throw new ShapeError(`${first}: the executor owns the transaction`);
-  s.rows = first === "WITH" ? SQL_SHAPE.rowVerbs.includes(verb) : SQL_SHAPE.rowsFirst.includes(first);
+  if (first === "WITH") {
+    s.rows = SQL_SHAPE.rowVerbs.includes(verb);
+    s.readOnly = s.rows;
+  } else {
+    // PRAGMA returns rows and may write: PRAGMA user_version = 2.
+    s.rows = SQL_SHAPE.rowsFirst.includes(first);
+    s.readOnly = SQL_SHAPE.readOnlyFirst.includes(first);
+  }
   if (s.returning) s.rows = true;
   s.insert = SQL_SHAPE.insertVerbs.includes(verb);
+  if (first === "WITH" || first === verb) s.dml = verb !== "" && !SQL_SHAPE.rowVerbs.includes(verb);
   return s;
+}
+
+/** Words that may give a different answer when a SELECT is run again. */
+const UNSTABLE = new Set(["RANDOM", "RANDOMBLOB", "CHANGES", "TOTAL_CHANGES", "LAST_INSERT_ROWID", "CURRENT_TIME", "CURRENT_DATE", "CURRENT_TIMESTAMP"]);
+/** Top-level words that end a SELECT's result columns. */
+const PAST_COLUMNS = new Set(["FROM", "WHERE", "GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", "UNION", "EXCEPT", "INTERSECT"]);
+
+/**
+ * scalarSelect reports whether a step can be evaluated again as a scalar
+ * subquery with the same result, as the wazero host decides it
+ * (wasm-host/ledger, translate.go): a plain SELECT (not a write with
+ * RETURNING) of one column that gives the same answer when run twice in a
+ * row. A top-level comma or * before FROM means it may not be one column.
+ */
+export function scalarSelect(sql, shape) {
+  if (!shape.readOnly || shape.returning) return false;
+  const lx = new Lexer(sql);
+  let depth = 0;
+  let list = true;
+  let first = true;
+  for (;;) {
+    let tok, text;
+    try {
+      [tok, text] = lx.next();
+    } catch {
+      return false;
+    }
+    switch (tok) {
+      case EOF:
+        return !first;
+      case OPEN:
+        depth++;
+        break;
+      case CLOSE:
+        depth--;
+        break;
+      case WORD: {
+        const w = text.toUpperCase();
+        if (first) {
+          if (w !== "SELECT") return false;
+          first = false;
+          break;
+        }
+        if (UNSTABLE.has(w)) return false; // may differ between the step and its guard
+        if (depth === 0 && PAST_COLUMNS.has(w)) list = false;
+        break;
+      }
+      case SEMICOLON:
+        return false; // the SQL is wrapped in a subquery
+      case OTHER:
+        if (text.toLowerCase() === "'now'") return false;
+        if (list && depth === 0 && (text === "," || text === "*")) return false;
+        break;
+    }
+  }
 }
 
 /**

@@ -12,6 +12,7 @@ import { SettingError, checkSettings } from "../src/settings.js";
 import { match } from "../src/router.js";
 import { hostFetch } from "../src/fetch.js";
 import { parseLibsqlURL } from "../src/ledger.js";
+import { classify, scalarSelect } from "../src/sqlshape.js";
 import { Wasi } from "../src/wasi.js";
 
 test("config reads only module settings, fills their defaults and never reads a secret", () => {
@@ -88,6 +89,34 @@ test("LIBSQL_URL forms map to the Hrana endpoint", () => {
   assert.deepEqual(parseLibsqlURL("http://127.0.0.1:8080/"), { base: "http://127.0.0.1:8080", token: "" });
   assert.deepEqual(parseLibsqlURL("https://db.example.test"), { base: "https://db.example.test", token: "" });
   assert.throws(() => parseLibsqlURL("file:.data/ledger.db"), /not supported on Workers/);
+});
+
+test("a read is re-evaluated as a guard only where the wazero host does it", () => {
+  // The cases of wasm-host/ledger TestScalarSelect: one column, the same
+  // answer twice in a row, a plain SELECT.
+  const cases = {
+    "SELECT 1": true,
+    "SELECT count <= ? FROM r WHERE a = ?": true,
+    "SELECT EXISTS (SELECT 1, 2 FROM t)": true,
+    "SELECT max(a, b) FROM t ORDER BY a, b": true,
+    "SELECT 0, 1": false,
+    "SELECT * FROM t": false,
+    "SELECT a * 2 FROM t": false,
+    "SELECT random() > 0": false,
+    "SELECT unixepoch('now') > ?": false,
+    "SELECT 1;": false,
+    "VALUES (1)": false,
+    "WITH x AS (SELECT 1) SELECT * FROM x": false,
+    "UPDATE t SET a = 1 RETURNING a": false,
+  };
+  for (const [sql, want] of Object.entries(cases)) {
+    assert.equal(scalarSelect(sql, classify(sql)), want, sql);
+  }
+  const dml = classify("WITH x AS (SELECT 1) UPDATE t SET a = 1 RETURNING a");
+  assert.equal(dml.dml, true);
+  assert.equal(dml.readOnly, false);
+  assert.equal(classify("PRAGMA user_version").readOnly, false);
+  assert.equal(classify("SELECT 1").readOnly, true);
 });
 
 test("the monotonic clock is never 0 and always increases", () => {
