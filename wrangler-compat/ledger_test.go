@@ -5,8 +5,10 @@ package wranglercompat_test
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -396,6 +398,16 @@ func TestLedgerBatchIsOneRequest(t *testing.T) {
 		t.Errorf("balance %d after the failed batch, want 6 (its first step rolled back)", b)
 	}
 
+	// A lone statement runs without a transaction: a read goes through while
+	// another connection holds the write lock (BEGIN IMMEDIATE would have
+	// met it and backed off until it gave up).
+	release := holdWriteLock(t, url)
+	r = one(t, proxy, abi.Statement{SQL: "SELECT balance FROM acct WHERE id = 'a'"})
+	release()
+	if r.Err != "" || r.Steps[0].First().AsInt() != 6 {
+		t.Errorf("lone read under another writer's lock: %+v", r)
+	}
+
 	// The truth of a two-column read cannot be a guard: rounds.
 	before = requests.Load()
 	r = mustOK(t, one(t, proxy,
@@ -446,4 +458,34 @@ func BenchmarkLedgerFarAway(b *testing.B) {
 	}
 	b.ReportMetric(float64(elapsed.Milliseconds())/float64(b.N), "ms/burst")
 	b.ReportMetric(float64(requests.Load()-before)/float64(b.N*n), "requests/batch")
+}
+
+// holdWriteLock opens a Hrana stream on the server at url that takes the
+// write lock (BEGIN IMMEDIATE) and keeps it until release is called.
+func holdWriteLock(t *testing.T, url string) (release func()) {
+	t.Helper()
+	post := func(body string) string {
+		resp, err := http.Post(url+"/v2/pipeline", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Baton   *string `json:"baton"`
+			Results []struct {
+				Type string `json:"type"`
+			} `json:"results"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Results) == 0 || out.Results[0].Type != "ok" {
+			t.Fatalf("pipeline %s: %v %+v", body, err, out)
+		}
+		if out.Baton == nil {
+			return ""
+		}
+		return *out.Baton
+	}
+	baton := post(`{"baton":null,"requests":[{"type":"execute","stmt":{"sql":"BEGIN IMMEDIATE"}}]}`)
+	return func() {
+		post(`{"baton":"` + baton + `","requests":[{"type":"execute","stmt":{"sql":"ROLLBACK"}},{"type":"close"}]}`)
+	}
 }

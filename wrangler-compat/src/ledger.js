@@ -108,8 +108,9 @@ function condition(c, at, guards, shapes) {
 /**
  * translate returns the one-request form of a batch: its Hrana steps, the
  * Hrana step of each of ours (-1 when already known to be skipped), each
- * Hrana step's kind and where BEGIN and COMMIT are; or null when the batch
- * needs the rounds. Each real step runs when the latest checkpoint ran, no
+ * Hrana step's kind and where BEGIN and COMMIT are (-1 for a lone
+ * statement, run without a transaction); or null when the batch needs the
+ * rounds. Each real step runs when the latest checkpoint ran, no
  * real step since has failed, and its own tests hold; COMMIT runs on the
  * same terms, and ROLLBACK when COMMIT did not.
  */
@@ -122,6 +123,12 @@ function translate(steps, shapes) {
     p.kinds.push(kind);
     return p.steps.length - 1;
   };
+  if (steps.length === 1) {
+    // One statement is atomic on its own: no transaction, so a lone read
+    // never takes the write lock (as in the wazero host).
+    p.at = [add(stmt(steps[0].sql, steps[0].args), null, REAL)];
+    return p;
+  }
   p.begin = add(stmt("BEGIN IMMEDIATE"), null, CONTROL);
   let base = ok(p.begin);
   let window = [];
@@ -487,6 +494,13 @@ export class Ledger {
     const errors = result.step_errors ?? [];
     const outs = result.step_results ?? [];
     const detail = (e) => message(e.message ?? "SQL error");
+    if (p.begin < 0) {
+      const e = errors[p.at[0]];
+      if (!e) return [toStepResult(outs[p.at[0]], shapes[0])];
+      const err = new LedgerError(`ledger: step 0: ${detail(e)}`, { locked: isLockError(e) });
+      err.detail = detail(e);
+      throw err;
+    }
     if (errors[p.begin]) {
       const e = new LedgerError(`ledger: ${detail(errors[p.begin])}`, { locked: isLockError(errors[p.begin]) });
       e.detail = detail(errors[p.begin]);
