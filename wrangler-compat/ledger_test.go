@@ -348,11 +348,7 @@ func normalize(r abi.BatchResult) abi.BatchResult {
 // rounds, and is as right. Requests are counted by a proxy before sqld.
 func TestLedgerBatchIsOneRequest(t *testing.T) {
 	nodeBin(t)
-	url := sqldtest.Start(t)
-	mustOK(t, one(t, url,
-		abi.Statement{SQL: "CREATE TABLE acct (id TEXT PRIMARY KEY, balance INTEGER NOT NULL CHECK (balance >= 0))"},
-		abi.Statement{SQL: "INSERT INTO acct VALUES ('a', 10)"},
-	))
+	url := accountLedger(t, 10)
 	proxy, requests := sqldtest.CountingProxy(t, url, 0)
 
 	// As a reservation: a debit that may change no row, an entry only if it
@@ -429,12 +425,7 @@ func TestLedgerBatchIsOneRequest(t *testing.T) {
 //	go test ./wrangler-compat -run '^$' -bench LedgerFarAway -benchtime 3x
 func BenchmarkLedgerFarAway(b *testing.B) {
 	nodeBin(b)
-	url := sqldtest.Start(b)
-	mustOK(b, one(b, url,
-		abi.Statement{SQL: "CREATE TABLE acct (id TEXT PRIMARY KEY, balance INTEGER NOT NULL CHECK (balance >= 0))"},
-		abi.Statement{SQL: "CREATE TABLE entries (id INTEGER PRIMARY KEY, acct TEXT, delta INTEGER)"},
-		abi.Statement{SQL: "INSERT INTO acct VALUES ('a', 1000000)"},
-	))
+	url := accountLedger(b, 1000000)
 	far, requests := sqldtest.CountingProxy(b, url, 20*time.Millisecond)
 	const n = 50
 	batches := make([]abi.Batch, n)
@@ -488,4 +479,17 @@ func holdWriteLock(t *testing.T, url string) (release func()) {
 	return func() {
 		post(`{"baton":"` + baton + `","requests":[{"type":"execute","stmt":{"sql":"ROLLBACK"}},{"type":"close"}]}`)
 	}
+}
+
+// accountLedger starts a sqld holding account 'a' with balance, and an
+// entries table for what debits it.
+func accountLedger(t testing.TB, balance int64) string {
+	t.Helper()
+	url := sqldtest.Start(t)
+	mustOK(t, one(t, url,
+		abi.Statement{SQL: "CREATE TABLE acct (id TEXT PRIMARY KEY, balance INTEGER NOT NULL CHECK (balance >= 0))"},
+		abi.Statement{SQL: "CREATE TABLE entries (id INTEGER PRIMARY KEY, acct TEXT, delta INTEGER)"},
+		abi.Statement{SQL: "INSERT INTO acct VALUES ('a', ?)", Args: []abi.Value{abi.Int64(balance)}},
+	))
+	return url
 }

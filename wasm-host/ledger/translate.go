@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 )
 
 // A remote batch in one request.
@@ -51,25 +53,16 @@ import (
 // non-deterministic SELECT, or a rows-affected test on DDL) go through the
 // interactive path instead.
 
-// guardFail is an expression SQLite refuses to compute, making a guard fail.
-const guardFail = "abs(-9223372036854775808)"
-
-const (
-	sqlAffected = "SELECT CASE WHEN changes() > 0 THEN 1 ELSE " + guardFail + " END"
-	// truthPrefix and truthSuffix wrap a one-column SELECT: the guard is
-	// true exactly when abi.Value.Truthy would be for its first cell (no row
-	// gives NULL, which is false).
-	truthPrefix = "SELECT CASE WHEN (CASE typeof(v) WHEN 'integer' THEN v <> 0 WHEN 'real' THEN v <> 0" +
-		" WHEN 'text' THEN v <> '' AND v <> '0' WHEN 'blob' THEN length(v) > 0 ELSE 0 END) THEN 1 ELSE " +
-		guardFail + " END FROM (SELECT ("
-	truthSuffix = "\n) AS v)"
+// The guards' text and the checkpoint spacing are the contract's
+// (shared/contract, Guards), which the Workers shim's translation reads too.
+// A checkpoint every so many real steps keeps each condition short: a real
+// step's condition names the ones since the last checkpoint, and sqld spends
+// about as much on a checkpoint as on a small statement, so one per step
+// doubled a decision's statements.
+var (
+	guardText       = &contract.Guards
+	checkpointEvery = contract.Guards.CheckpointEvery
 )
-
-// checkpointEvery is how many real steps may run between checkpoints. Each
-// real step's condition names the ones since the last checkpoint, so the
-// request grows with it; sqld spends about as much on a checkpoint as on a
-// small statement, so one per step doubled a decision's statements.
-const checkpointEvery = 8
 
 // remotePlan is a group of batches translated into one Hrana batch.
 type remotePlan struct {
@@ -137,10 +130,10 @@ func translate(group []*job) (*remotePlan, bool) {
 			k := p.add(realStmt(st, j.shapes[i]), andCond(append(alive(), tests...)), kindReal)
 			at[i] = k
 			if needAff[i] && j.shapes[i].dml {
-				g[i].affected = p.add(hranaStmt{SQL: sqlAffected}, ptr(okCond(k)), kindGuard)
+				g[i].affected = p.add(hranaStmt{SQL: guardText.Affected}, ptr(okCond(k)), kindGuard)
 			}
 			if needTruth[i] && j.shapes[i].rows {
-				g[i].truthy = p.add(hranaStmt{SQL: truthPrefix + st.SQL + truthSuffix, Args: hranaArgs(st.Args)}, ptr(okCond(k)), kindGuard)
+				g[i].truthy = p.add(hranaStmt{SQL: guardText.TruthPrefix + st.SQL + guardText.TruthSuffix, Args: hranaArgs(st.Args)}, ptr(okCond(k)), kindGuard)
 			}
 			// "k did not fail" is "k succeeded or its own tests were
 			// false" (sqld's error(k) is also true for a skipped step).
@@ -251,17 +244,11 @@ func scalarSelect(sql string, s shape) bool {
 				first = false
 				continue
 			}
-			switch w {
-			case "RANDOM", "RANDOMBLOB", "CHANGES", "TOTAL_CHANGES", "LAST_INSERT_ROWID",
-				"CURRENT_TIME", "CURRENT_DATE", "CURRENT_TIMESTAMP":
+			if slices.Contains(shapeWords.Unstable, w) {
 				return false // may differ between the step and its guard
 			}
-			if depth == 0 {
-				switch w {
-				case "FROM", "WHERE", "GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT",
-					"UNION", "EXCEPT", "INTERSECT":
-					list = false
-				}
+			if depth == 0 && slices.Contains(shapeWords.PastColumns, w) {
+				list = false
 			}
 		case tokSemicolon:
 			return false // the SQL is wrapped in a subquery
@@ -359,7 +346,7 @@ func (e *Executor) attemptRemote(ctx context.Context, group []*job, p *remotePla
 	for k, kind := range p.kinds {
 		// A guard may only fail by design; anything else means a test was
 		// decided wrongly, and the batch may have committed on it.
-		if e := res.StepErrors[k]; kind == kindGuard && e != nil && !strings.Contains(e.Message, "integer overflow") {
+		if e := res.StepErrors[k]; kind == kindGuard && e != nil && !strings.Contains(e.Message, guardText.FailText) {
 			return attempt{err: fmt.Errorf("condition check failed: %s: %w", e.Message, driver.ErrBadConn), stage: stageCommit}
 		}
 	}

@@ -159,7 +159,7 @@ type isolatePeak struct {
 	worker  string // the Worker's name, without core:user:
 	peak    heapUsage
 	samples int
-	err     error // why watching stopped early, if it did
+	err     error // why not one sample was taken, if none was
 }
 
 // isolateWatch samples the heap of every Worker's isolate until stop.

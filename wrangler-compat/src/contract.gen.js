@@ -414,7 +414,38 @@ export const SQL_SHAPE = Object.freeze({
   "insertVerbs": [
     "INSERT",
     "REPLACE"
+  ],
+  "unstable": [
+    "RANDOM",
+    "RANDOMBLOB",
+    "CHANGES",
+    "TOTAL_CHANGES",
+    "LAST_INSERT_ROWID",
+    "CURRENT_TIME",
+    "CURRENT_DATE",
+    "CURRENT_TIMESTAMP"
+  ],
+  "pastColumns": [
+    "FROM",
+    "WHERE",
+    "GROUP",
+    "HAVING",
+    "WINDOW",
+    "ORDER",
+    "LIMIT",
+    "UNION",
+    "EXCEPT",
+    "INTERSECT"
   ]
+});
+
+/** GUARDS: the guard statements of a batch sent as one Hrana request (wasm-host/ledger, translate.go). */
+export const GUARDS = Object.freeze({
+  "failText": "integer overflow",
+  "affected": "SELECT CASE WHEN changes() \u003e 0 THEN 1 ELSE abs(-9223372036854775808) END",
+  "truthPrefix": "SELECT CASE WHEN (CASE typeof(v) WHEN 'integer' THEN v \u003c\u003e 0 WHEN 'real' THEN v \u003c\u003e 0 WHEN 'text' THEN v \u003c\u003e '' AND v \u003c\u003e '0' WHEN 'blob' THEN length(v) \u003e 0 ELSE 0 END) THEN 1 ELSE abs(-9223372036854775808) END FROM (SELECT (",
+  "truthSuffix": "\n) AS v)",
+  "checkpointEvery": 8
 });
 
 /** DEFAULT_MAX_BODY: body cap of a route whose maxBody is 0. */

@@ -23,6 +23,7 @@
 // express exactly still takes the rounds.
 
 import { Cond, Kind, holds } from "./abi.js";
+import { GUARDS } from "./contract.gen.js";
 import { plan, PlanError, scalarSelect } from "./sqlshape.js";
 
 /** How long one HTTP request to the ledger may take. */
@@ -38,19 +39,9 @@ const LOCK_RETRY_FIRST_MS = 5;
 const LOCK_RETRY_MAX_MS = 250;
 
 // The one-request form (translate). A guard is a statement placed right
-// after a tested step that fails exactly when the test is false, by
-// computing abs(-9223372036854775808), which SQLite refuses with "integer
-// overflow"; a step that depends on the test runs on ok(guard).
-const GUARD_FAIL = "abs(-9223372036854775808)";
-const SQL_AFFECTED = `SELECT CASE WHEN changes() > 0 THEN 1 ELSE ${GUARD_FAIL} END`;
-const TRUTH_PREFIX =
-  "SELECT CASE WHEN (CASE typeof(v) WHEN 'integer' THEN v <> 0 WHEN 'real' THEN v <> 0" +
-  " WHEN 'text' THEN v <> '' AND v <> '0' WHEN 'blob' THEN length(v) > 0 ELSE 0 END) THEN 1 ELSE " +
-  GUARD_FAIL +
-  " END FROM (SELECT (";
-const TRUTH_SUFFIX = "\n) AS v)";
-/** Real steps between checkpoints, as in the wazero host. */
-const CHECKPOINT_EVERY = 8;
+// after a tested step that fails exactly when the test is false (its text,
+// and how often a checkpoint comes, are the contract's: GUARDS); a step that
+// depends on the test runs on ok(guard).
 
 const CONTROL = 0;
 const REAL = 1;
@@ -148,12 +139,12 @@ function translate(steps, shapes) {
     if (!run) continue;
     const k = add(stmt(st.sql, st.args), and([...alive(), ...tests]), REAL);
     p.at[i] = k;
-    if (need.affected[i] && shapes[i].dml) guards[i].affected = add(stmt(SQL_AFFECTED), ok(k), GUARD);
-    if (need.truth[i] && shapes[i].rows) guards[i].truthy = add(stmt(TRUTH_PREFIX + st.sql + TRUTH_SUFFIX, st.args), ok(k), GUARD);
+    if (need.affected[i] && shapes[i].dml) guards[i].affected = add(stmt(GUARDS.affected), ok(k), GUARD);
+    if (need.truth[i] && shapes[i].rows) guards[i].truthy = add(stmt(GUARDS.truthPrefix + st.sql + GUARDS.truthSuffix, st.args), ok(k), GUARD);
     // "k did not fail" is "k succeeded or its own tests were false" (sqld
     // counts a skipped step as failed too).
     window.push(tests.length > 0 ? { type: "or", conds: [ok(k), not(and(tests))] } : ok(k));
-    if (window.length === CHECKPOINT_EVERY) {
+    if (window.length === GUARDS.checkpointEvery) {
       base = ok(add(stmt("SELECT 1"), and(alive()), CONTROL));
       window = [];
     }
@@ -380,14 +371,21 @@ function stepError(batch) {
  * BEGIN (retried when the database is locked), at a batch step, or at COMMIT.
  */
 function roundError({ index, error }, { first, last, round, count }) {
+  if (first && index === 0) return sqlError("ledger: ", error, true);
+  if (last && index === count - 1) return sqlError("ledger: commit: ", error);
+  return sqlError(`ledger: step ${round[index - (first ? 1 : 0)]}: `, error);
+}
+
+/**
+ * sqlError is a LedgerError for a statement sqld refused, its text after
+ * prefix. Where nothing has run yet (retryable), it says whether another
+ * writer holds the lock, and keeps the detail for the retry's last word.
+ */
+function sqlError(prefix, error, retryable = false) {
   const detail = message(error.message ?? "SQL error");
-  if (first && index === 0) {
-    const e = new LedgerError(`ledger: ${detail}`, { locked: isLockError(error) });
-    e.detail = detail;
-    return e;
-  }
-  if (last && index === count - 1) return new LedgerError(`ledger: commit: ${detail}`);
-  return new LedgerError(`ledger: step ${round[index - (first ? 1 : 0)]}: ${detail}`);
+  const e = new LedgerError(prefix + detail, { locked: retryable && isLockError(error) });
+  if (retryable) e.detail = detail;
+  return e;
 }
 
 /**
@@ -493,31 +491,24 @@ export class Ledger {
     const result = res.response.result;
     const errors = result.step_errors ?? [];
     const outs = result.step_results ?? [];
-    const detail = (e) => message(e.message ?? "SQL error");
     if (p.begin < 0) {
-      const e = errors[p.at[0]];
-      if (!e) return [toStepResult(outs[p.at[0]], shapes[0])];
-      const err = new LedgerError(`ledger: step 0: ${detail(e)}`, { locked: isLockError(e) });
-      err.detail = detail(e);
-      throw err;
+      // A lone statement: it ran alone, so a locked database is retried.
+      if (errors[p.at[0]]) throw sqlError("ledger: step 0: ", errors[p.at[0]], true);
+      return [toStepResult(outs[p.at[0]], shapes[0])];
     }
-    if (errors[p.begin]) {
-      const e = new LedgerError(`ledger: ${detail(errors[p.begin])}`, { locked: isLockError(errors[p.begin]) });
-      e.detail = detail(errors[p.begin]);
-      throw e;
-    }
+    if (errors[p.begin]) throw sqlError("ledger: ", errors[p.begin], true);
     for (let i = 0; i < p.at.length; i++) {
       const k = p.at[i];
-      if (k >= 0 && errors[k]) throw new LedgerError(`ledger: step ${i}: ${detail(errors[k])}`);
+      if (k >= 0 && errors[k]) throw sqlError(`ledger: step ${i}: `, errors[k]);
     }
     for (let k = 0; k < p.kinds.length; k++) {
       // A guard may only fail by design; anything else means a test was
       // decided wrongly, and the batch may have committed on it.
-      if (p.kinds[k] === GUARD && errors[k] && !/integer overflow/.test(errors[k].message ?? "")) {
-        throw new LedgerError(`ledger: commit outcome unknown: condition check failed: ${detail(errors[k])}`);
+      if (p.kinds[k] === GUARD && errors[k] && !(errors[k].message ?? "").includes(GUARDS.failText)) {
+        throw sqlError("ledger: commit outcome unknown: condition check failed: ", errors[k]);
       }
     }
-    if (errors[p.commit]) throw new LedgerError(`ledger: commit: ${detail(errors[p.commit])}`);
+    if (errors[p.commit]) throw sqlError("ledger: commit: ", errors[p.commit]);
     if (!outs[p.commit]) throw new LedgerError("ledger: commit outcome unknown: COMMIT did not run");
     return p.at.map((k, i) => (k >= 0 && outs[k] ? toStepResult(outs[k], shapes[i]) : SKIPPED));
   }

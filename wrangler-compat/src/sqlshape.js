@@ -217,11 +217,6 @@ export function classify(sql) {
   return s;
 }
 
-/** Words that may give a different answer when a SELECT is run again. */
-const UNSTABLE = new Set(["RANDOM", "RANDOMBLOB", "CHANGES", "TOTAL_CHANGES", "LAST_INSERT_ROWID", "CURRENT_TIME", "CURRENT_DATE", "CURRENT_TIMESTAMP"]);
-/** Top-level words that end a SELECT's result columns. */
-const PAST_COLUMNS = new Set(["FROM", "WHERE", "GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", "UNION", "EXCEPT", "INTERSECT"]);
-
 /**
  * scalarSelect reports whether a step can be evaluated again as a scalar
  * subquery with the same result, as the wazero host decides it
@@ -258,8 +253,8 @@ export function scalarSelect(sql, shape) {
           first = false;
           break;
         }
-        if (UNSTABLE.has(w)) return false; // may differ between the step and its guard
-        if (depth === 0 && PAST_COLUMNS.has(w)) list = false;
+        if (SQL_SHAPE.unstable.includes(w)) return false; // may differ between the step and its guard
+        if (depth === 0 && SQL_SHAPE.pastColumns.includes(w)) list = false;
         break;
       }
       case SEMICOLON:
