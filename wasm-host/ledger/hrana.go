@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/valyala/fastjson"
+
 	"decisiongateway/shared/abi"
 )
 
@@ -44,6 +46,8 @@ type hranaClient struct {
 	ws    *hranaWS // the open connection, nil when none
 
 	trips *atomic.Int64 // counts requests sent (Stats.RoundTrips); may be nil
+
+	parser fastjson.Parser // reads answers (hranajson.go)
 }
 
 // newHranaClient derives the pipeline endpoint from a remote ledger URL the
@@ -114,13 +118,14 @@ type (
 	}
 
 	hranaResponse struct {
-		Baton   *string `json:"baton"`
-		BaseURL *string `json:"base_url"`
-		Results []struct {
-			Type     string        `json:"type"`
-			Response *hranaBatchRs `json:"response"`
-			Error    *hranaError   `json:"error"`
-		} `json:"results"`
+		Baton   *string       `json:"baton"`
+		BaseURL *string       `json:"base_url"`
+		Results []hranaResult `json:"results"`
+	}
+	hranaResult struct {
+		Type     string        `json:"type"`
+		Response *hranaBatchRs `json:"response"`
+		Error    *hranaError   `json:"error"`
 	}
 	// hranaBatchRs is the answer to a batch request, on either transport.
 	hranaBatchRs struct {
@@ -132,13 +137,14 @@ type (
 		StepErrors  []*hranaError      `json:"step_errors"`
 	}
 	hranaStmtResult struct {
-		Cols []struct {
-			Name     *string `json:"name"`
-			Decltype *string `json:"decltype"`
-		} `json:"cols"`
+		Cols             []hranaCol     `json:"cols"`
 		Rows             [][]hranaValue `json:"rows"`
 		AffectedRowCount int64          `json:"affected_row_count"`
 		LastInsertRowid  *string        `json:"last_insert_rowid"`
+	}
+	hranaCol struct {
+		Name     *string `json:"name"`
+		Decltype *string `json:"decltype"`
 	}
 	hranaError struct {
 		Message string `json:"message"`
@@ -191,7 +197,7 @@ func (c *hranaClient) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	baton := c.baton
-	body, _ := json.Marshal(hranaRequest{Baton: &baton, Requests: []hranaStreamRq{{Type: "close"}}})
+	body, _ := appendPipeline(nil, &baton, nil)
 	if req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url(), bytes.NewReader(body)); err == nil {
 		if c.token != "" {
 			req.Header.Set("Authorization", "Bearer "+c.token)
@@ -228,9 +234,7 @@ func (c *hranaClient) send(ctx context.Context, steps []hranaStep) (*hranaBatchR
 	target := c.url()
 	// Until the answer says otherwise the stream is in an unknown state.
 	c.reset()
-	body, err := json.Marshal(hranaRequest{Baton: baton, Requests: []hranaStreamRq{
-		{Type: "batch", Batch: &hranaBatch{Steps: steps}},
-	}})
+	body, err := appendPipeline(nil, baton, steps)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNotSent, err)
 	}
@@ -263,8 +267,8 @@ func (c *hranaClient) send(ctx context.Context, steps []hranaStep) (*hranaBatchR
 		}
 		return nil, fmt.Errorf("%w: error code %d: %s", errRefused, resp.StatusCode, strings.TrimSpace(string(raw)))
 	}
-	var out hranaResponse
-	if err := json.Unmarshal(raw, &out); err != nil {
+	out, err := parsePipeline(&c.parser, raw)
+	if err != nil {
 		// The server answered, so the batch may have committed.
 		return nil, fmt.Errorf("hrana: bad response: %v: %w", err, driver.ErrBadConn)
 	}

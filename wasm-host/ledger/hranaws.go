@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/valyala/fastjson"
 )
 
 // Hrana over WebSocket.
@@ -49,6 +50,9 @@ type hranaWS struct {
 	done chan struct{} // closed by drop: the reader stops delivering
 	next int64         // the next request id
 	used time.Time     // when the server last answered
+
+	parser fastjson.Parser // reads messages (hranajson.go)
+	buf    []byte          // the last request, kept for the next
 }
 
 type (
@@ -147,11 +151,11 @@ func (ws *hranaWS) read() {
 func (ws *hranaWS) receive(ctx context.Context) (*wsServerMsg, error) {
 	select {
 	case msg := <-ws.msgs:
-		var m wsServerMsg
-		if err := json.Unmarshal(msg, &m); err != nil {
+		m, err := parseWSMessage(&ws.parser, msg)
+		if err != nil {
 			return nil, fmt.Errorf("hrana: bad message: %v", err)
 		}
-		return &m, nil
+		return m, nil
 	case <-ws.dead:
 		return nil, fmt.Errorf("hrana: connection lost: %v", ws.err)
 	case <-ctx.Done():
@@ -200,7 +204,8 @@ func (c *hranaClient) wsBatch(ctx context.Context, steps []hranaStep) (*hranaBat
 	ws := c.ws
 	id := ws.next
 	ws.next++
-	body, err := json.Marshal(wsClientRq{Type: "request", RequestID: id, Request: wsRequest{Type: "batch", StreamID: 1, Batch: &hranaBatch{Steps: steps}}})
+	body, err := appendWSBatch(ws.buf[:0], id, steps)
+	ws.buf = body
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNotSent, err)
 	}
