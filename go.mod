@@ -3,7 +3,7 @@ module decisiongateway
 go 1.26.0
 
 require (
-	github.com/VictoriaMetrics/metrics v1.44.0
+	github.com/VictoriaMetrics/metrics v1.45.0
 	github.com/coder/websocket v1.8.12
 	github.com/pb33f/libopenapi v0.41.8
 	github.com/pb33f/libopenapi-validator v0.16.2
