@@ -84,6 +84,7 @@ sqld:
 ## fuzz: the validator against jsontext, one minute
 fuzz:
 	GOEXPERIMENT=jsonv2 $(GO) test -run '^$$' -fuzz FuzzValidJSONAgreesWithJsontext -fuzztime 60s ./shared/validate/
+	$(GO) test -run '^$$' -fuzz FuzzCodecAgreesWithEncodingJSON -fuzztime 60s ./wasm-host/ledger/
 
 ## workers: Cloudflare Workers of every built function, generated from the route table
 workers: build

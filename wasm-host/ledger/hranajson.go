@@ -282,7 +282,10 @@ func parseValue(v *fastjson.Value) hranaValue {
 	case x.Type() == fastjson.TypeString:
 		h.Value = str(x)
 	case x.Type() == fastjson.TypeNumber:
-		h.Value, _ = x.Float64()
+		// From the number's text with strconv, correctly rounded:
+		// fastjson's own float parser is not (it read -2.1e+22 as
+		// -2.1000000000000002e+22; FuzzCodecAgreesWithEncodingJSON).
+		h.Value, _ = strconv.ParseFloat(string(x.MarshalTo(nil)), 64)
 	}
 	return h
 }

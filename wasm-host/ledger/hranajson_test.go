@@ -161,3 +161,51 @@ func TestAnswersReadAsEncodingJSONReadThem(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCodecAgreesWithEncodingJSON: any text, integer and float a batch can
+// carry says on the wire what encoding/json said, and an answer carrying
+// them reads back as encoding/json read it.
+//
+//	go test ./wasm-host/ledger -run '^$' -fuzz FuzzCodecAgreesWithEncodingJSON -fuzztime 60s
+func FuzzCodecAgreesWithEncodingJSON(f *testing.F) {
+	f.Add("SELECT ?", "plain", int64(0), 0.0, []byte{})
+	f.Add("INSERT \"q\" \\ \n", "\x00\x1f\x7f <>& \u2028\u2029 \xff\xfe \xed\xa0\x80", int64(-1<<63), 1e-7, []byte{0, 0xff})
+	f.Add("", "🙂\xc3(", int64(1<<53+1), -1e21, []byte("blob"))
+	f.Fuzz(func(t *testing.T, sql, text string, n int64, x float64, blob []byte) {
+		steps := []hranaStep{{Stmt: hranaStmt{SQL: sql, WantRows: n%2 == 0, Args: []hranaValue{
+			toHrana(abi.String(text)), toHrana(abi.Int64(n)), toHrana(abi.Float64(x)), toHrana(abi.Bytes(blob)), toHrana(abi.Value{}),
+		}}, Condition: &hranaCond{Type: "not", Cond: &hranaCond{Type: "ok", Step: new(int)}}}}
+		want, werr := json.Marshal(wsClientRq{Type: "request", RequestID: n, Request: wsRequest{Type: "batch", StreamID: 1, Batch: &hranaBatch{Steps: steps}}})
+		got, gerr := appendWSBatch(nil, n, steps)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("encoding/json error %v, ours %v", werr, gerr)
+		}
+		if werr != nil {
+			return
+		}
+		if g, w := generic(t, got), generic(t, want); !reflect.DeepEqual(g, w) {
+			t.Fatalf("request differs\n got %s\nwant %s", got, want)
+		}
+		// The same values as a server would answer them.
+		rs := hranaBatchRs{Type: "batch", Result: hranaBatchResult{
+			StepResults: []*hranaStmtResult{{Cols: []hranaCol{{Name: &text, Decltype: &sql}}, Rows: [][]hranaValue{steps[0].Stmt.Args}, AffectedRowCount: n}},
+			StepErrors:  []*hranaError{{Message: text, Code: sql}},
+		}}
+		answer, err := json.Marshal(wsServerMsg{Type: "response_ok", RequestID: n, Response: &rs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantMsg wsServerMsg
+		if err := json.Unmarshal(answer, &wantMsg); err != nil {
+			t.Fatal(err)
+		}
+		var p fastjson.Parser
+		gotMsg, err := parseWSMessage(&p, answer)
+		if err != nil {
+			t.Fatalf("%v: %s", err, answer)
+		}
+		if !reflect.DeepEqual(gotMsg, &wantMsg) {
+			t.Fatalf("answer read differently\n%s\n got %+v\nwant %+v", answer, gotMsg.Response.Result.StepResults[0], wantMsg.Response.Result.StepResults[0])
+		}
+	})
+}
