@@ -81,7 +81,7 @@ bench-load: build sqld
 sqld:
 	@bash scripts/install-sqld.sh >/dev/null
 
-## fuzz: the validator against jsontext, one minute
+## fuzz: the validator against jsontext, the ledger's Hrana codec against encoding/json, a minute each
 fuzz:
 	GOEXPERIMENT=jsonv2 $(GO) test -run '^$$' -fuzz FuzzValidJSONAgreesWithJsontext -fuzztime 60s ./shared/validate/
 	$(GO) test -run '^$$' -fuzz FuzzCodecAgreesWithEncodingJSON -fuzztime 60s ./wasm-host/ledger/
