@@ -7,6 +7,7 @@ import (
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/jsonw"
 	"decisiongateway/shared/policy"
+	"decisiongateway/shared/validate"
 	"github.com/valyala/fastjson"
 )
 
@@ -143,20 +144,10 @@ func appendNumber(b []byte, f float64) []byte {
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
 }
 
-// finite returns the value of a JSON number that is finite. fastjson
-// accepts NaN and Inf literals, which an untrusted model output may carry.
-func finite(v *fastjson.Value) (float64, bool) {
-	if v == nil || v.Type() != fastjson.TypeNumber {
-		return 0, false
-	}
-	f, err := v.Float64()
-	return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
-}
-
 // tokenCount reads a token count: a non-negative integer, else -1
 // (unknown, as the ledger keeps it).
 func tokenCount(v *fastjson.Value) int64 {
-	f, ok := finite(v)
+	f, ok := validate.Float(v)
 	if !ok || f < 0 || f != math.Trunc(f) || f > 1<<53 {
 		return -1
 	}

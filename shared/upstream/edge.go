@@ -251,7 +251,7 @@ func (e *edge) mapAnswer(q *questionView, a *fastjson.Value) string {
 		return ".name"
 	}
 	if q.Type == validate.Noul {
-		p, ok := finite(a.Get("noul"))
+		p, ok := validate.Float(a.Get("noul"))
 		if !ok {
 			return ".noul"
 		}
@@ -265,7 +265,7 @@ func (e *edge) mapAnswer(q *questionView, a *fastjson.Value) string {
 	confidence := e.probs[best]
 	if v := a.Get("confidence"); v != nil {
 		var ok bool
-		if confidence, ok = finite(v); !ok {
+		if confidence, ok = validate.Float(v); !ok {
 			return ".confidence"
 		}
 	}
@@ -273,7 +273,7 @@ func (e *edge) mapAnswer(q *questionView, a *fastjson.Value) string {
 		score := nan()
 		if v := a.Get("score"); v != nil {
 			var ok bool
-			if score, ok = finite(v); !ok {
+			if score, ok = validate.Float(v); !ok {
 				return ".score"
 			}
 		}
@@ -313,7 +313,7 @@ func (e *edge) readProbabilities(q *questionView, v *fastjson.Value) bool {
 			return false
 		}
 		for _, x := range arr {
-			p, ok := finite(x)
+			p, ok := validate.Float(x)
 			if !ok {
 				return false
 			}
@@ -329,7 +329,7 @@ func (e *edge) readProbabilities(q *questionView, v *fastjson.Value) bool {
 			if q.Type == validate.Choice {
 				key = q.Options[i]
 			}
-			p, ok := finite(o.Get(key))
+			p, ok := validate.Float(o.Get(key))
 			if !ok {
 				return false
 			}

@@ -242,3 +242,26 @@ func TestEdgeRefusesModelNamesThatAreNotPathSafe(t *testing.T) {
 		}
 	}
 }
+
+// A model's number reaches the client with the value it had: fastjson's own
+// float parser read many numbers in exponent form one unit in the last place
+// off (5e-07 as 4.9999999999999996e-07), and the vendor form written from it
+// carried that.
+func TestEdgeNumbersKeepTheirValue(t *testing.T) {
+	for _, noul := range []string{"5e-07", "9.5e-07", "1.37804e-07", "3.0682195787139e-07"} {
+		result := `{"model":"vendor/model-2026-01-15","answers":[` +
+			`{"name":"route","probabilities":[0.7,0.2,0.1]},` +
+			`{"probabilities":{"0":0.1,"1":0.3,"2":0.6},"confidence":0.6},` +
+			`{"noul":` + noul + `}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`
+		body := `{"result":` + result + `,"success":true,"errors":[],"messages":[]}`
+		o, _ := runEdge(t, threeQuestions, func(*abi.AIRequest) (abi.AIResponse, error) {
+			return abi.AIResponse{Status: 200, Output: []byte(body)}, nil
+		})
+		if !o.OK {
+			t.Fatalf("%s: outcome %d %s %s", noul, o.Status, o.Code, o.Body)
+		}
+		if want := `"noul":` + noul; !strings.Contains(string(o.Body), want) {
+			t.Errorf("answer %s lacks %s", o.Body, want)
+		}
+	}
+}

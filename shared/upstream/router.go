@@ -330,7 +330,7 @@ func (r *router) mapAnswer(q *questionView, a *fastjson.Value, at int) bool {
 		r.statedFrom(a.Get("probabilities"), n, func(i int) string { return q.Options[i] })
 	case validate.Score:
 		n, texts = q.Levels, itoa
-		if l, ok := finite(a.Get("level")); ok && l >= 0 && l < float64(n) && l == float64(int(l)) {
+		if l, ok := validate.Float(a.Get("level")); ok && l >= 0 && l < float64(n) && l == float64(int(l)) {
 			picked = int(l)
 		}
 		r.statedFrom(a.Get("probabilities"), n, itoa)
@@ -345,7 +345,7 @@ func (r *router) mapAnswer(q *questionView, a *fastjson.Value, at int) bool {
 			}
 		}
 		r.stated = append(r.stated[:0], nan(), nan())
-		if p, ok := finite(a.Get("probability")); ok && p >= 0 && p <= 1 {
+		if p, ok := validate.Float(a.Get("probability")); ok && p >= 0 && p <= 1 {
 			r.stated[0], r.stated[1] = p, 1-p
 		}
 	}
@@ -383,7 +383,7 @@ func (r *router) statedFrom(v *fastjson.Value, n int, names func(i int) string) 
 	for i := 0; i < n; i++ {
 		p := nan()
 		if o != nil {
-			if f, ok := finite(o.Get(names(i))); ok {
+			if f, ok := validate.Float(o.Get(names(i))); ok {
 				p = f
 			}
 		}

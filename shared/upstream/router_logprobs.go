@@ -281,13 +281,13 @@ func (l *logprobs) distribution(at, n int, text func(i int) string, quoted bool,
 	seen := false
 	for _, alt := range e.GetArray("top_logprobs") {
 		tok := string(alt.GetStringBytes("token"))
-		if lp, ok := finite(alt.Get("logprob")); ok {
+		if lp, ok := validate.Float(alt.Get("logprob")); ok {
 			consider(tok, lp)
 			seen = seen || tok == chosen
 		}
 	}
 	if !seen {
-		if lp, ok := finite(e.Get("logprob")); ok {
+		if lp, ok := validate.Float(e.Get("logprob")); ok {
 			consider(chosen, lp)
 		}
 	}

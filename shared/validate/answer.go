@@ -2,6 +2,7 @@ package validate
 
 import (
 	"math"
+	"strconv"
 
 	"decisiongateway/shared/contract"
 	"github.com/valyala/fastjson"
@@ -53,7 +54,7 @@ func (v *Validator) ValidateAnswer(req *Request, body []byte) *Error {
 			if t == nil || t.Type() == fastjson.TypeNull {
 				continue // unknown, stays unknown in the ledger
 			}
-			if n, ok := number(t); !ok || n < 0 || n != math.Trunc(n) {
+			if n, ok := v.num.Float(t); !ok || n < 0 || n != math.Trunc(n) {
 				return v.fail(contract.InvalidUpstreamAnswer, append(seg1("usage"), pathSeg{key: k, idx: -1}), "must be a non-negative integer")
 			}
 			if k == "input_tokens" {
@@ -110,12 +111,12 @@ func (v *Validator) answer(q *Question, a *fastjson.Value) *Error {
 		return v.fail(contract.InvalidUpstreamAnswer, at("type"), `must be "`+q.Type.String()+`"`)
 	}
 	if q.Type == Noul {
-		if n, ok := number(o.Get("noul")); !ok || n < 0 || n > 1 {
+		if n, ok := v.num.Float(o.Get("noul")); !ok || n < 0 || n > 1 {
 			return v.fail(contract.InvalidUpstreamAnswer, at("noul"), "must be a number from 0 to 1")
 		}
 		return nil
 	}
-	if _, ok := number(o.Get("confidence")); !ok {
+	if _, ok := v.num.Float(o.Get("confidence")); !ok {
 		return v.fail(contract.InvalidUpstreamAnswer, at("confidence"), "must be a number")
 	}
 
@@ -140,7 +141,7 @@ func (v *Validator) answer(q *Question, a *fastjson.Value) *Error {
 		if q.Type == Choice && !v.t.set.has(m.key) || q.Type == Score && !levelIndex(m.key, q.Levels, &idx) {
 			return v.fail(contract.InvalidUpstreamAnswer, at("probabilities"), "key "+quote(m.key)+" is not a "+q.Type.optionWord()+" of the question")
 		}
-		p, ok := number(m.val)
+		p, ok := v.num.Float(m.val)
 		if !ok || p < 0 || p > 1 {
 			return v.fail(contract.InvalidUpstreamAnswer, append(at("probabilities"), pathSeg{key: m.key, idx: -1}), "must be a number from 0 to 1")
 		}
@@ -158,7 +159,7 @@ func (v *Validator) answer(q *Question, a *fastjson.Value) *Error {
 		return nil
 	}
 
-	s, ok := number(o.Get("score"))
+	s, ok := v.num.Float(o.Get("score"))
 	if !ok || s < 0 || s > float64(q.Levels-1) || math.Abs(s-weighted) > tolerance {
 		return v.fail(contract.InvalidUpstreamAnswer, at("score"), "must be the probability-weighted level index")
 	}
@@ -185,14 +186,31 @@ func (t QuestionType) optionWord() string {
 	return "option"
 }
 
-// number returns the value of a JSON number. The scan already bounded it to
-// the finite float64 range.
-func number(v *fastjson.Value) (float64, bool) {
+// Numbers reads the values of JSON numbers, correctly rounded from their
+// text. Not fastjson's Value.Float64: its own parser is off by one unit in
+// the last place for many numbers in exponent form (5e-07 read as
+// 4.9999999999999996e-07), which an answer converted to the vendor's form
+// then carried to the client. Only finite values are accepted: fastjson
+// also takes NaN and Inf literals, which an untrusted answer may carry. The
+// zero value is ready; it keeps the last number's text, so reading
+// allocates nothing once that has grown.
+type Numbers struct{ text []byte }
+
+// Float returns v's value when v is a finite number.
+func (n *Numbers) Float(v *fastjson.Value) (float64, bool) {
 	if v == nil || v.Type() != fastjson.TypeNumber {
 		return 0, false
 	}
-	f, err := v.Float64()
+	n.text = v.MarshalTo(n.text[:0])
+	// strconv keeps no reference to the text (an error clones it).
+	f, err := strconv.ParseFloat(str(n.text), 64)
 	return f, err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
+}
+
+// Float is Numbers.Float for a caller that reads one number now and then.
+func Float(v *fastjson.Value) (float64, bool) {
+	var n Numbers
+	return n.Float(v)
 }
 
 // levelIndex parses a level key: the decimal index without sign or leading

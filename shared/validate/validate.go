@@ -92,6 +92,7 @@ type Validator struct {
 	err   Error
 	meta  AnswerMeta // of the last accepted answer
 	model []byte     // meta.Model's bytes
+	num   Numbers    // an answer's numbers
 }
 
 // Validate checks a decision request body. On success it returns the
