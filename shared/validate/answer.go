@@ -54,13 +54,23 @@ func (v *Validator) ValidateAnswer(req *Request, body []byte) *Error {
 			if t == nil || t.Type() == fastjson.TypeNull {
 				continue // unknown, stays unknown in the ledger
 			}
-			if n, ok := v.num.Float(t); !ok || n < 0 || n != math.Trunc(n) {
+			n, ok := v.num.Float(t)
+			if !ok || n < 0 || n != math.Trunc(n) {
 				return v.fail(contract.InvalidUpstreamAnswer, append(seg1("usage"), pathSeg{key: k, idx: -1}), "must be a non-negative integer")
 			}
+			// 120 exactly; 120.0 and 1.2e2 (which fastjson will not read as
+			// integers) by their value; beyond int64, unknown.
+			count, err := t.Int64()
+			if err != nil {
+				count = -1
+				if n < 1<<63 {
+					count = int64(n)
+				}
+			}
 			if k == "input_tokens" {
-				meta.InputTokens = t.GetInt64()
+				meta.InputTokens = count
 			} else {
-				meta.OutputTokens = t.GetInt64()
+				meta.OutputTokens = count
 			}
 		}
 	}

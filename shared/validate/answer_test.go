@@ -166,3 +166,21 @@ func TestAnsweredReportsTheAcceptedAnswersMeta(t *testing.T) {
 		t.Errorf("after a rejected answer Answered().Model = %q, want the accepted one's", got)
 	}
 }
+
+// A token count spelled as a float that is an integer is that count, not 0.
+func TestAnswerTokenCountsInAnyIntegerSpelling(t *testing.T) {
+	v, req := goodAnswered(t)
+	for usage, want := range map[string][2]int64{
+		`{"input_tokens":120,"output_tokens":9007199254740993}`: {120, 9007199254740993},
+		`{"input_tokens":120.0,"output_tokens":1.2e2}`:         {120, 120},
+		`{"input_tokens":1e300,"output_tokens":0}`:             {-1, 0},
+	} {
+		body := strings.Replace(goodAnswer, `{"input_tokens":10,"output_tokens":3}`, usage, 1)
+		if e := v.ValidateAnswer(req, []byte(body)); e != nil {
+			t.Fatalf("%s: %v", usage, e)
+		}
+		if m := v.Answered(); m.InputTokens != want[0] || m.OutputTokens != want[1] {
+			t.Errorf("%s: tokens %d / %d, want %d / %d", usage, m.InputTokens, m.OutputTokens, want[0], want[1])
+		}
+	}
+}
