@@ -216,7 +216,7 @@ func caseLine(c benchCase, rounds []roundResult, redone int) string {
 	fmt.Fprintf(&b, "%-26s proxy %s p50 %s p99 %s | gateway %s p50 %s p99 %s",
 		c.name, fmtRPS(median(pRPS)), medianQ(p50), medianQ(p99), fmtRPS(median(gRPS)), medianQ(g50), medianQ(g99))
 	r := median(ratio)
-	fmt.Fprintf(&b, " | throughput %.2f×", r)
+	fmt.Fprintf(&b, " | throughput %s", fmtRatio(r, t.minRatio, 2))
 	if t.minRatio > 0 {
 		b.WriteString(verdict(fmt.Sprintf("≥%.2f×", t.minRatio), r >= t.minRatio))
 	}

@@ -38,3 +38,28 @@ func TestCaseLineReportsCPUPerAnswer(t *testing.T) {
 		t.Errorf("perAnswer without answers = %v, want 0", got)
 	}
 }
+
+// A ratio just short of its target is never printed as the target itself
+// beside FAIL.
+func TestRatioNearItsTargetShowsWhichSide(t *testing.T) {
+	for _, c := range []struct {
+		r, target float64
+		decimals  int
+		want      string
+	}{
+		{0.3996, 0.4, 2, "0.3996×"},
+		{0.398, 0.4, 2, "0.398×"},
+		{0.4, 0.4, 2, "0.40×"},
+		{0.4049, 0.4, 2, "0.405×"},
+		{0.37, 0.4, 2, "0.37×"},
+		{0.93, 0.95, 2, "0.93×"},
+		{3.04, 3, 1, "3.04×"},
+		{2.96, 3, 1, "2.96×"},
+		{3.3, 3, 1, "3.3×"},
+		{0.33, 0, 2, "0.33×"},
+	} {
+		if got := fmtRatio(c.r, c.target, c.decimals); got != c.want {
+			t.Errorf("fmtRatio(%v, %v, %d) = %q, want %q", c.r, c.target, c.decimals, got, c.want)
+		}
+	}
+}

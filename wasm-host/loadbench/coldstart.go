@@ -55,7 +55,7 @@ func (b *bench) coldStart(spec gatewaySpec) error {
 		}
 	}
 	r := median(ratio)
-	fmt.Fprintf(b.out, "%-26s proxy %s | gateway %s | ratio %.1f×%s | exec to first 2xx decision; the warming start took %s\n",
-		"coldstart", fmtDur(time.Duration(median(px))), fmtDur(time.Duration(median(gw))), r, verdict("≤3×", r <= 3), fmtDur(warm))
+	fmt.Fprintf(b.out, "%-26s proxy %s | gateway %s | ratio %s%s | exec to first 2xx decision; the warming start took %s\n",
+		"coldstart", fmtDur(time.Duration(median(px))), fmtDur(time.Duration(median(gw))), fmtRatio(r, 3, 1), verdict("≤3×", r <= 3), fmtDur(warm))
 	return nil
 }

@@ -180,6 +180,18 @@ func fmtRPS(r float64) string {
 	return strconv.FormatFloat(r, 'f', 1, 64) + "/s"
 }
 
+// fmtRatio writes a ratio with the given decimals, and one more wherever
+// fewer would print it as the target it falls short of or exceeds
+// ("0.399×" rather than "0.40× [≥0.40× FAIL]").
+func fmtRatio(r, target float64, decimals int) string {
+	s := strconv.FormatFloat(r, 'f', decimals, 64)
+	for r != target && s == strconv.FormatFloat(target, 'f', decimals, 64) && decimals < 6 {
+		decimals++
+		s = strconv.FormatFloat(r, 'f', decimals, 64)
+	}
+	return s + "×"
+}
+
 // verdict is " [target PASS]" or " [target FAIL]".
 func verdict(target string, pass bool) string {
 	if pass {
