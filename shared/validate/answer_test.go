@@ -172,8 +172,8 @@ func TestAnswerTokenCountsInAnyIntegerSpelling(t *testing.T) {
 	v, req := goodAnswered(t)
 	for usage, want := range map[string][2]int64{
 		`{"input_tokens":120,"output_tokens":9007199254740993}`: {120, 9007199254740993},
-		`{"input_tokens":120.0,"output_tokens":1.2e2}`:         {120, 120},
-		`{"input_tokens":1e300,"output_tokens":0}`:             {-1, 0},
+		`{"input_tokens":120.0,"output_tokens":1.2e2}`:          {120, 120},
+		`{"input_tokens":1e300,"output_tokens":0}`:              {-1, 0},
 	} {
 		body := strings.Replace(goodAnswer, `{"input_tokens":10,"output_tokens":3}`, usage, 1)
 		if e := v.ValidateAnswer(req, []byte(body)); e != nil {
