@@ -144,10 +144,10 @@ func appendNumber(b []byte, f float64) []byte {
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
 }
 
-// tokenCount reads a token count: a non-negative integer, else -1
+// tokenCount reads a token count with num: a non-negative integer, else -1
 // (unknown, as the ledger keeps it).
-func tokenCount(v *fastjson.Value) int64 {
-	f, ok := validate.Float(v)
+func tokenCount(num *validate.Numbers, v *fastjson.Value) int64 {
+	f, ok := num.Float(v)
 	if !ok || f < 0 || f != math.Trunc(f) || f > 1<<53 {
 		return -1
 	}

@@ -46,6 +46,7 @@ type edge struct {
 	out      nativeBody
 	env      fastjson.Parser
 	probs    []float64
+	num      validate.Numbers
 }
 
 func (e *edge) Mode() string { return settings.ResponseMode(settings.KindEdge) }
@@ -231,12 +232,12 @@ func (e *edge) mapResult(result *fastjson.Value, model string) (body []byte, res
 	}
 	in, out = -1, -1
 	if u := result.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
-		in, out = tokenCount(u.Get("input_tokens")), tokenCount(u.Get("output_tokens"))
+		in, out = tokenCount(&e.num, u.Get("input_tokens")), tokenCount(&e.num, u.Get("output_tokens"))
 		if in < 0 {
-			in = tokenCount(u.Get("prompt_tokens"))
+			in = tokenCount(&e.num, u.Get("prompt_tokens"))
 		}
 		if out < 0 {
-			out = tokenCount(u.Get("completion_tokens"))
+			out = tokenCount(&e.num, u.Get("completion_tokens"))
 		}
 	}
 	return e.out.end(in, out), resolved, in, out, ""
@@ -251,7 +252,7 @@ func (e *edge) mapAnswer(q *questionView, a *fastjson.Value) string {
 		return ".name"
 	}
 	if q.Type == validate.Noul {
-		p, ok := validate.Float(a.Get("noul"))
+		p, ok := e.num.Float(a.Get("noul"))
 		if !ok {
 			return ".noul"
 		}
@@ -265,7 +266,7 @@ func (e *edge) mapAnswer(q *questionView, a *fastjson.Value) string {
 	confidence := e.probs[best]
 	if v := a.Get("confidence"); v != nil {
 		var ok bool
-		if confidence, ok = validate.Float(v); !ok {
+		if confidence, ok = e.num.Float(v); !ok {
 			return ".confidence"
 		}
 	}
@@ -273,7 +274,7 @@ func (e *edge) mapAnswer(q *questionView, a *fastjson.Value) string {
 		score := nan()
 		if v := a.Get("score"); v != nil {
 			var ok bool
-			if score, ok = validate.Float(v); !ok {
+			if score, ok = e.num.Float(v); !ok {
 				return ".score"
 			}
 		}
@@ -313,7 +314,7 @@ func (e *edge) readProbabilities(q *questionView, v *fastjson.Value) bool {
 			return false
 		}
 		for _, x := range arr {
-			p, ok := validate.Float(x)
+			p, ok := e.num.Float(x)
 			if !ok {
 				return false
 			}
@@ -329,7 +330,7 @@ func (e *edge) readProbabilities(q *questionView, v *fastjson.Value) bool {
 			if q.Type == validate.Choice {
 				key = q.Options[i]
 			}
-			p, ok := validate.Float(o.Get(key))
+			p, ok := e.num.Float(o.Get(key))
 			if !ok {
 				return false
 			}

@@ -51,6 +51,7 @@ type router struct {
 	lp        logprobs
 	probs     []float64
 	stated    []float64
+	num       validate.Numbers
 }
 
 func (r *router) Mode() string { return settings.ResponseMode(settings.KindRouter) }
@@ -305,7 +306,7 @@ func (r *router) answer(c *Call, res *abi.FetchResponse) Outcome {
 	}
 	in, out := int64(-1), int64(-1)
 	if u := reply.Get("usage"); u != nil {
-		in, out = tokenCount(u.Get("prompt_tokens")), tokenCount(u.Get("completion_tokens"))
+		in, out = tokenCount(&r.num, u.Get("prompt_tokens")), tokenCount(&r.num, u.Get("completion_tokens"))
 	}
 	return convertedSuccess(c, r.out.end(in, out), model, in, out, res.Headers)
 }
@@ -330,7 +331,7 @@ func (r *router) mapAnswer(q *questionView, a *fastjson.Value, at int) bool {
 		r.statedFrom(a.Get("probabilities"), n, func(i int) string { return q.Options[i] })
 	case validate.Score:
 		n, texts = q.Levels, itoa
-		if l, ok := validate.Float(a.Get("level")); ok && l >= 0 && l < float64(n) && l == float64(int(l)) {
+		if l, ok := r.num.Float(a.Get("level")); ok && l >= 0 && l < float64(n) && l == float64(int(l)) {
 			picked = int(l)
 		}
 		r.statedFrom(a.Get("probabilities"), n, itoa)
@@ -345,7 +346,7 @@ func (r *router) mapAnswer(q *questionView, a *fastjson.Value, at int) bool {
 			}
 		}
 		r.stated = append(r.stated[:0], nan(), nan())
-		if p, ok := validate.Float(a.Get("probability")); ok && p >= 0 && p <= 1 {
+		if p, ok := r.num.Float(a.Get("probability")); ok && p >= 0 && p <= 1 {
 			r.stated[0], r.stated[1] = p, 1-p
 		}
 	}
@@ -383,7 +384,7 @@ func (r *router) statedFrom(v *fastjson.Value, n int, names func(i int) string) 
 	for i := 0; i < n; i++ {
 		p := nan()
 		if o != nil {
-			if f, ok := validate.Float(o.Get(names(i))); ok {
+			if f, ok := r.num.Float(o.Get(names(i))); ok {
 				p = f
 			}
 		}

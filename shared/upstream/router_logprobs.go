@@ -29,6 +29,7 @@ type logprobs struct {
 	obs   []float64
 	cands []int
 	key   fastjson.Parser
+	num   validate.Numbers
 }
 
 // lpToken is one entry of logprobs.content and the content bytes it spells.
@@ -281,13 +282,13 @@ func (l *logprobs) distribution(at, n int, text func(i int) string, quoted bool,
 	seen := false
 	for _, alt := range e.GetArray("top_logprobs") {
 		tok := string(alt.GetStringBytes("token"))
-		if lp, ok := validate.Float(alt.Get("logprob")); ok {
+		if lp, ok := l.num.Float(alt.Get("logprob")); ok {
 			consider(tok, lp)
 			seen = seen || tok == chosen
 		}
 	}
 	if !seen {
-		if lp, ok := validate.Float(e.Get("logprob")); ok {
+		if lp, ok := l.num.Float(e.Get("logprob")); ok {
 			consider(chosen, lp)
 		}
 	}

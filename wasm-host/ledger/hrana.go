@@ -83,19 +83,9 @@ func newHranaClient(url, authToken string) (*hranaClient, error) {
 	return &hranaClient{pipeline: u.String(), wsURL: ws.String(), token: authToken, http: &http.Client{Transport: t}}, nil
 }
 
-// The JSON shapes of Hrana v2 that the executor uses.
+// The JSON shapes of Hrana v2 that the executor uses: the steps it sends
+// (the envelopes around them are written in hranajson.go) and the answers.
 type (
-	hranaRequest struct {
-		Baton    *string         `json:"baton"`
-		Requests []hranaStreamRq `json:"requests"`
-	}
-	hranaStreamRq struct {
-		Type  string      `json:"type"`
-		Batch *hranaBatch `json:"batch,omitempty"`
-	}
-	hranaBatch struct {
-		Steps []hranaStep `json:"steps"`
-	}
 	hranaStep struct {
 		Stmt      hranaStmt  `json:"stmt"`
 		Condition *hranaCond `json:"condition,omitempty"`

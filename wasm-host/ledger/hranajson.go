@@ -31,19 +31,37 @@ import (
 // errUnsupportedFloat: JSON has no NaN or infinities.
 var errUnsupportedFloat = errors.New("hrana: a float argument is NaN or infinite")
 
-// appendWSBatch appends the WebSocket request that runs steps on stream 1.
-func appendWSBatch(b []byte, id int64, steps []hranaStep) ([]byte, error) {
+// appendHello appends the WebSocket's first message, with the token when
+// there is one.
+func appendHello(b []byte, jwt *string) []byte {
+	w := jsonw.Writer{B: b}
+	w.Open('{')
+	w.FieldString("type", "hello")
+	w.Key("jwt")
+	writeOptString(&w, jwt)
+	w.Close('}')
+	return w.B
+}
+
+// appendWSRequest appends a WebSocket request on stream 1: the batch of
+// steps, or opening the stream when steps is nil.
+func appendWSRequest(b []byte, id int64, steps []hranaStep) ([]byte, error) {
 	w := jsonw.Writer{B: b}
 	w.Open('{')
 	w.FieldString("type", "request")
 	w.FieldInt("request_id", id)
 	w.Key("request")
 	w.Open('{')
-	w.FieldString("type", "batch")
-	w.FieldInt("stream_id", 1)
-	w.Key("batch")
-	if err := writeBatch(&w, steps); err != nil {
-		return b, err
+	if steps == nil {
+		w.FieldString("type", "open_stream")
+		w.FieldInt("stream_id", 1)
+	} else {
+		w.FieldString("type", "batch")
+		w.FieldInt("stream_id", 1)
+		w.Key("batch")
+		if err := writeBatch(&w, steps); err != nil {
+			return b, err
+		}
 	}
 	w.Close('}')
 	w.Close('}')
@@ -56,11 +74,7 @@ func appendPipeline(b []byte, baton *string, steps []hranaStep) ([]byte, error) 
 	w := jsonw.Writer{B: b}
 	w.Open('{')
 	w.Key("baton")
-	if baton == nil {
-		w.Null()
-	} else {
-		w.String(*baton)
-	}
+	writeOptString(&w, baton)
 	w.Key("requests")
 	w.Open('[')
 	w.Open('{')
@@ -77,6 +91,15 @@ func appendPipeline(b []byte, baton *string, steps []hranaStep) ([]byte, error) 
 	w.Close(']')
 	w.Close('}')
 	return w.B, nil
+}
+
+// writeOptString writes *s, or null when s is nil.
+func writeOptString(w *jsonw.Writer, s *string) {
+	if s == nil {
+		w.Null()
+		return
+	}
+	w.String(*s)
 }
 
 func writeBatch(w *jsonw.Writer, steps []hranaStep) error {
@@ -146,8 +169,9 @@ func writeValue(w *jsonw.Writer, v hranaValue) error {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return errUnsupportedFloat
 		}
+		var num [32]byte
 		w.Key("value")
-		w.Raw(strconv.AppendFloat(nil, x, 'g', -1, 64))
+		w.Raw(strconv.AppendFloat(num[:0], x, 'g', -1, 64))
 	default:
 		return fmt.Errorf("hrana: cannot send a %T", x)
 	}

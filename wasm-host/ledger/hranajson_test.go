@@ -14,6 +14,36 @@ import (
 // The writer's JSON (hranajson.go) must say on the wire what encoding/json
 // said for the same structs, and read answers into the same structs.
 
+// The request envelopes as encoding/json wrote them before hranajson.go:
+// the reference the writer's requests are compared with.
+type (
+	hranaRequest struct {
+		Baton    *string         `json:"baton"`
+		Requests []hranaStreamRq `json:"requests"`
+	}
+	hranaStreamRq struct {
+		Type  string      `json:"type"`
+		Batch *hranaBatch `json:"batch,omitempty"`
+	}
+	hranaBatch struct {
+		Steps []hranaStep `json:"steps"`
+	}
+	wsHello struct {
+		Type string  `json:"type"`
+		JWT  *string `json:"jwt"`
+	}
+	wsClientRq struct {
+		Type      string    `json:"type"`
+		RequestID int64     `json:"request_id"`
+		Request   wsRequest `json:"request"`
+	}
+	wsRequest struct {
+		Type     string      `json:"type"`
+		StreamID int         `json:"stream_id"`
+		Batch    *hranaBatch `json:"batch,omitempty"`
+	}
+)
+
 func codecSteps() []hranaStep {
 	two := 2
 	blob := toHrana(abi.Bytes([]byte{0, 1, 0xfe, 0xff}))
@@ -53,7 +83,7 @@ func generic(t *testing.T, b []byte) any {
 
 func TestRequestsSayWhatEncodingJSONSaid(t *testing.T) {
 	steps := codecSteps()
-	got, err := appendWSBatch([]byte("left over"), 7, steps)
+	got, err := appendWSRequest([]byte("left over"), 7, steps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +109,24 @@ func TestRequestsSayWhatEncodingJSONSaid(t *testing.T) {
 	if g, w := generic(t, got), generic(t, want); !reflect.DeepEqual(g, w) {
 		t.Fatalf("close differs\n got %s\nwant %s", got, want)
 	}
+	got, _ = appendWSRequest(nil, 0, nil)
+	want, _ = json.Marshal(wsClientRq{Type: "request", RequestID: 0, Request: wsRequest{Type: "open_stream", StreamID: 1}})
+	if g, w := generic(t, got), generic(t, want); !reflect.DeepEqual(g, w) {
+		t.Fatalf("open_stream differs\n got %s\nwant %s", got, want)
+	}
+	token := "tok\"en"
+	for _, jwt := range []*string{nil, &token} {
+		got, want := appendHello(nil, jwt), must(json.Marshal(wsHello{Type: "hello", JWT: jwt}))
+		if g, w := generic(t, got), generic(t, want); !reflect.DeepEqual(g, w) {
+			t.Fatalf("hello differs\n got %s\nwant %s", got, want)
+		}
+	}
 }
 
 func TestRequestRefusesWhatJSONCannotCarry(t *testing.T) {
 	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
 		steps := []hranaStep{{Stmt: hranaStmt{SQL: "SELECT ?", Args: []hranaValue{toHrana(abi.Float64(f))}}}}
-		if _, err := appendWSBatch(nil, 1, steps); err == nil {
+		if _, err := appendWSRequest(nil, 1, steps); err == nil {
 			t.Errorf("%v: sent", f)
 		}
 		if _, err := json.Marshal(steps); err == nil {
@@ -176,7 +218,7 @@ func FuzzCodecAgreesWithEncodingJSON(f *testing.F) {
 			toHrana(abi.String(text)), toHrana(abi.Int64(n)), toHrana(abi.Float64(x)), toHrana(abi.Bytes(blob)), toHrana(abi.Value{}),
 		}}, Condition: &hranaCond{Type: "not", Cond: &hranaCond{Type: "ok", Step: new(int)}}}}
 		want, werr := json.Marshal(wsClientRq{Type: "request", RequestID: n, Request: wsRequest{Type: "batch", StreamID: 1, Batch: &hranaBatch{Steps: steps}}})
-		got, gerr := appendWSBatch(nil, n, steps)
+		got, gerr := appendWSRequest(nil, n, steps)
 		if (werr == nil) != (gerr == nil) {
 			t.Fatalf("encoding/json error %v, ours %v", werr, gerr)
 		}
@@ -208,4 +250,11 @@ func FuzzCodecAgreesWithEncodingJSON(f *testing.F) {
 			t.Fatalf("answer read differently\n%s\n got %+v\nwant %+v", answer, gotMsg.Response.Result.StepResults[0], wantMsg.Response.Result.StepResults[0])
 		}
 	})
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

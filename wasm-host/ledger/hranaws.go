@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"database/sql/driver"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -55,28 +54,13 @@ type hranaWS struct {
 	buf    []byte          // the last request, kept for the next
 }
 
-type (
-	wsHello struct {
-		Type string  `json:"type"`
-		JWT  *string `json:"jwt"`
-	}
-	wsClientRq struct {
-		Type      string    `json:"type"`
-		RequestID int64     `json:"request_id"`
-		Request   wsRequest `json:"request"`
-	}
-	wsRequest struct {
-		Type     string      `json:"type"`
-		StreamID int         `json:"stream_id"`
-		Batch    *hranaBatch `json:"batch,omitempty"`
-	}
-	wsServerMsg struct {
-		Type      string        `json:"type"`
-		RequestID int64         `json:"request_id"`
-		Error     *hranaError   `json:"error"`
-		Response  *hranaBatchRs `json:"response"`
-	}
-)
+// wsServerMsg is a message from the server (hranajson.go reads it).
+type wsServerMsg struct {
+	Type      string        `json:"type"`
+	RequestID int64         `json:"request_id"`
+	Error     *hranaError   `json:"error"`
+	Response  *hranaBatchRs `json:"response"`
+}
 
 // dialWS opens a connection, says hello and opens stream 1. Nothing of any
 // batch has been sent when it fails.
@@ -101,8 +85,8 @@ func (c *hranaClient) dialWS(ctx context.Context) (*hranaWS, error) {
 	if c.token != "" {
 		jwt = &c.token
 	}
-	hello, _ := json.Marshal(wsHello{Type: "hello", JWT: jwt})
-	open, _ := json.Marshal(wsClientRq{Type: "request", RequestID: 0, Request: wsRequest{Type: "open_stream", StreamID: 1}})
+	hello := appendHello(nil, jwt)
+	open, _ := appendWSRequest(nil, 0, nil)
 	c.trip()
 	fail := func(err error) (*hranaWS, error) {
 		ws.drop()
@@ -204,7 +188,7 @@ func (c *hranaClient) wsBatch(ctx context.Context, steps []hranaStep) (*hranaBat
 	ws := c.ws
 	id := ws.next
 	ws.next++
-	body, err := appendWSBatch(ws.buf[:0], id, steps)
+	body, err := appendWSRequest(ws.buf[:0], id, steps)
 	ws.buf = body
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNotSent, err)
