@@ -15,7 +15,10 @@ import (
 //   - count is the number of attempts that reached the counter in the
 //     window, refused ones included (spec §4.1 rule 3: "every attempt that
 //     reaches the account rate counter, including replays, consumes rate
-//     capacity"). Count is the only step that writes it.
+//     capacity"). Count is the only step that writes it, except in the
+//     decision's reservation, which counts with the same upsert inside its
+//     trigger (schema/migrations/0005_decision_reservation.sql; held to
+//     this rule by TestReservationsRaceToTheirLimits in wasm-host/ledger).
 //   - An attempt is within the limit when the count including itself is at
 //     most the limit: the first Limit attempts of a window pass, every later
 //     one is refused (Rate.Exceeded), and Remaining is never negative.

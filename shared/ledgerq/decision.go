@@ -1,6 +1,7 @@
 package ledgerq
 
 import (
+	"errors"
 	"time"
 
 	"decisiongateway/shared/abi"
@@ -69,75 +70,67 @@ type Reservation struct {
 // request as pending with a lease. The key is claimed only when the debit
 // after it will succeed, so an unpaid attempt never holds a key.
 //
-// The checks that decide whether the reservation goes ahead (the rate
-// limit, no expired lease, the balance) sit in the WHERE clauses of the
-// statements that write, not in steps of their own: the batch's happy path
-// is six statements (seven with a key), and the outcome is read from what
-// those statements changed and returned.
+// The writes are one statement: an INSERT into the view
+// decision_reservations, whose trigger makes them, each under the condition
+// that decides it (schema/migrations/0005_decision_reservation.sql). The
+// batch then reads the outcome from what they left, in the same
+// transaction: the counters, whether the key is live, whether the attempt
+// was recorded, the balance and any stale lease, and with an
+// Idempotency-Key the live record. Two statements (three with a key) and no
+// conditions between them, so sqld runs no guards.
 func ReserveDecision(l platform.Ledger, r *Reserve) (Reservation, error) {
 	var x batch.Builder
 	now := r.Now.Unix()
-	authed, as := auth(&x, &r.Principal, r.Now)
 	w := batch.WindowAt(r.Now, time.Minute)
-	scope := "decide:" + r.AccountID
-	count := x.Count(scope, w, authed)
-
-	// May the attempt be paid for? Within the rate limit, and no attempt of
-	// the account pending past its lease (that one is reconciled first).
-	inLimit, gateArgs := batch.Within(scope, w, r.RateLimit)
-	gate := inLimit + ` AND NOT ` + staleLease
-	gateArgs = append(gateArgs, str(r.AccountID), num(now))
-
-	pay := authed
-	claim, record := -1, -1
-	if r.IdemKey != "" {
-		// A record past its retention is taken over by the new operation
-		// (spec §3.1, expired): it is billed again. The claim carries the
-		// debit's own conditions, balance included, so it succeeds exactly
-		// when the debit will.
-		claim = x.Add(`INSERT INTO idempotency (account_id, key, fingerprint, state, request_id, created_at, expires_at)
-SELECT ?, ?, ?, 'pending', ?, ?, ? WHERE (SELECT balance FROM accounts WHERE id = ?) >= ? AND `+gate+`
-ON CONFLICT (account_id, key) DO UPDATE SET fingerprint = excluded.fingerprint, state = 'pending',
-  request_id = excluded.request_id, created_at = excluded.created_at, expires_at = excluded.expires_at,
-  status = NULL, headers = NULL, body = NULL, mode = NULL
-WHERE idempotency.expires_at <= ?`, authed,
-			append(append([]abi.Value{str(r.AccountID), str(r.IdemKey), str(r.Fingerprint), str(r.RequestID), num(now),
-				num(now + int64(r.TTL/time.Second)), str(r.AccountID), num(r.Cost)}, gateArgs...), num(now))...)
-		// Not claimed: the live record says why (or there is none, and the
-		// balance was short).
-		record = x.Add(`SELECT state, fingerprint, request_id, status, headers, body, mode FROM idempotency
-WHERE account_id = ? AND key = ? AND expires_at > ?`,
-			and(authed, notAffected(claim)), str(r.AccountID), str(r.IdemKey), num(now))
-		pay = and(authed, affected(claim))
-	}
-	debit := x.Add(`UPDATE accounts SET balance = balance - ? WHERE id = ? AND balance >= ? AND `+gate+` RETURNING balance`,
-		pay, append([]abi.Value{num(r.Cost), str(r.AccountID), num(r.Cost)}, gateArgs...)...)
-	x.Add(`INSERT INTO credit_entries (account_id, delta, kind, request_id, created_at) VALUES (?, ?, 'reserve', ?, ?)`,
-		[]abi.Cond{affected(debit)}, str(r.AccountID), num(-r.Cost), str(r.RequestID), num(now))
-	var keyID abi.Value
+	keyHash, authScope := abi.NullValue(), abi.NullValue()
 	if r.KeyHash != "" {
-		keyID = str(r.KeyHash)
+		keyHash, authScope = str(r.KeyHash), str("auth:"+r.IPHash)
 	}
-	x.Add(`INSERT INTO requests (id, account_id, key_id, source, model, questions, cost, state, idem_key, lease_until, created_at)
-VALUES (?, ?, (SELECT id FROM api_keys WHERE secret_hash = ?), ?, ?, ?, ?, 'pending', ?, ?, ?)`,
-		[]abi.Cond{affected(debit)}, str(r.RequestID), str(r.AccountID), keyID, str(r.Source), str(r.Model),
-		num(int64(r.Questions)), num(r.Cost), nullable(r.IdemKey), num(now+int64(r.Lease/time.Second)), num(now))
-	// Only when nothing was reserved: the balance for the answer, and
-	// whether an expired lease stood in the way.
-	state := x.Add(`SELECT balance, `+staleLease+` FROM accounts WHERE id = ?`,
-		and(authed, notAffected(debit)), str(r.AccountID), num(now), str(r.AccountID))
+	var fingerprint abi.Value
+	if r.IdemKey != "" {
+		fingerprint = str(r.Fingerprint)
+	}
+	x.Add(`INSERT INTO decision_reservations (request_id, account_id, key_hash, auth_scope, auth_limit, window_start, rate_limit,
+  idem_key, fingerprint, expires_at, cost, source, model, questions, lease_until, now)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, nil,
+		str(r.RequestID), str(r.AccountID), keyHash, authScope, num(int64(r.AuthLimit)), num(w.Start), num(int64(r.RateLimit)),
+		nullable(r.IdemKey), fingerprint, num(now+int64(r.TTL/time.Second)), num(r.Cost), str(r.Source), str(r.Model),
+		num(int64(r.Questions)), num(now+int64(r.Lease/time.Second)), num(now))
+	state := x.Add(`SELECT (SELECT count FROM rate_windows WHERE scope = ? AND window_start = ?),
+  EXISTS (SELECT 1 FROM api_keys WHERE secret_hash = ? AND account_id = ? AND revoked_at IS NULL),
+  (SELECT count FROM rate_windows WHERE scope = ? AND window_start = ?),
+  EXISTS (SELECT 1 FROM requests WHERE id = ?),
+  (SELECT balance FROM accounts WHERE id = ?),
+  `+staleLease, nil,
+		authScope, num(w.Start), keyHash, str(r.AccountID), str("decide:"+r.AccountID), num(w.Start),
+		str(r.RequestID), str(r.AccountID), str(r.AccountID), num(now))
+	record := -1
+	if r.IdemKey != "" {
+		record = x.Add(`SELECT state, fingerprint, request_id, status, headers, body, mode FROM idempotency
+WHERE account_id = ? AND key = ? AND expires_at > ?`, nil, str(r.AccountID), str(r.IdemKey), num(now))
+	}
 
 	res, err := x.Run(l)
 	if err != nil {
 		return Reservation{}, err
 	}
-	out := Reservation{Auth: readAuth(res, as, r.Now), Rate: batch.Read(res, count, r.RateLimit, w)}
-	reserved := res[debit].RowsAffected > 0
+	if len(res[state].Rows) != 1 || len(res[state].Rows[0]) != 6 {
+		return Reservation{}, errors.New("ledgerq: the reservation's outcome has no row")
+	}
+	row := res[state].Rows[0]
+	out := Reservation{Auth: Auth{Window: w}, Rate: batch.Rate{Limit: int64(r.RateLimit), Window: w}}
+	if r.KeyHash == "" {
+		out.Auth.OK = row[4].Kind != abi.Null // the signed-in account exists
+	} else {
+		out.Auth.RateLimited = row[0].AsInt() > int64(r.AuthLimit)
+		out.Auth.OK = row[1].Truthy() && !out.Auth.RateLimited
+	}
+	reserved := row[3].Truthy()
 	var stale bool
-	if reserved {
-		out.Balance = res[debit].First().AsInt()
-	} else if rows := res[state].Rows; len(rows) > 0 {
-		out.Balance, stale = rows[0][0].AsInt(), rows[0][1].Truthy()
+	if out.Auth.OK {
+		out.Rate.Count = row[2].AsInt() // counted only once authenticated
+		out.Balance = row[4].AsInt()
+		stale = !reserved && row[5].Truthy()
 	}
 	switch {
 	case out.Auth.RateLimited:
@@ -150,7 +143,7 @@ VALUES (?, ?, (SELECT id FROM api_keys WHERE secret_hash = ?), ?, ?, ?, ?, 'pend
 		out.Outcome = Reserved
 	case stale:
 		out.Outcome = Reconciling
-	case claim >= 0 && len(res[record].Rows) > 0:
+	case record >= 0 && len(res[record].Rows) > 0:
 		out.Outcome, out.Replay = readRecord(&res[record], r.Fingerprint)
 	default:
 		out.Outcome = Insufficient

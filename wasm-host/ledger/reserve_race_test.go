@@ -1,0 +1,112 @@
+package ledger
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/ledgerq"
+)
+
+// Reservations racing on one account, from two hosts (Executors) at once,
+// on both backends: each limit the reservation enforces in SQL lets exactly
+// its number through, every attempt is counted, and the money adds up. The
+// reservation's writes run in a trigger, each under a condition it
+// evaluates itself (schema/migrations/0005_decision_reservation.sql); this
+// is what shows those conditions hold under concurrency.
+func TestReservationsRaceToTheirLimits(t *testing.T) {
+	const attempts = 24 // 2 hosts × 12 callers
+	now := time.Unix(1_800_000_010, 0)
+	cases := []struct {
+		name      string
+		balance   int64
+		authLimit int
+		rateLimit int
+		sameKey   bool // every attempt carries one Idempotency-Key
+		signedIn  bool // the caller has no API key (the playground's session)
+		want      map[ledgerq.Outcome]int
+	}{
+		{"rate limit", 1000, 100, 7, false, false, map[ledgerq.Outcome]int{ledgerq.Reserved: 7, ledgerq.RateLimited: attempts - 7}},
+		{"auth limit", 1000, 5, 100, false, false, map[ledgerq.Outcome]int{ledgerq.Reserved: 5, ledgerq.AuthLimited: attempts - 5}},
+		{"balance", 40, 100, 100, false, false, map[ledgerq.Outcome]int{ledgerq.Reserved: 4, ledgerq.Insufficient: attempts - 4}},
+		{"same key", 1000, 100, 100, true, false, map[ledgerq.Outcome]int{ledgerq.Reserved: 1, ledgerq.InProgress: attempts - 1}},
+		{"signed in, rate limit", 1000, 100, 7, false, true, map[ledgerq.Outcome]int{ledgerq.Reserved: 7, ledgerq.RateLimited: attempts - 7}},
+		{"signed in, same key, balance", 5, 100, 100, true, true, map[ledgerq.Outcome]int{ledgerq.Insufficient: attempts}},
+	}
+	eachBackend(t, func(t *testing.T, url string) {
+		setup := openT(t, url)
+		if err := setup.Migrate(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		hosts := []*Executor{openT(t, url), openT(t, url)}
+		for ci, c := range cases {
+			account, hash := fmt.Sprintf("race_%d", ci), fmt.Sprintf("racehash_%d", ci)
+			run(t, setup,
+				stmt("INSERT INTO accounts (id, balance, created_at) VALUES (?, ?, 0)", abi.String(account), abi.Int64(c.balance)),
+				stmt("INSERT INTO credit_entries (account_id, delta, kind, created_at) VALUES (?, ?, 'grant', 0)", abi.String(account), abi.Int64(c.balance)),
+				stmt("INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES (?, ?, 'k', 'p', ?, 0)",
+					abi.String("key_"+account), abi.String(account), abi.String(hash)))
+			var (
+				mu  sync.Mutex
+				got = map[ledgerq.Outcome]int{}
+				wg  sync.WaitGroup
+			)
+			for i := range attempts {
+				l := hosts[i%2].Bind(testCtx(t))
+				wg.Go(func() {
+					idem := ""
+					if c.sameKey {
+						idem = "the-key"
+					}
+					p := ledgerq.Principal{AccountID: account, KeyHash: hash, IPHash: "ip-" + account, AuthLimit: c.authLimit}
+					if c.signedIn {
+						p.KeyHash = ""
+					}
+					r, err := ledgerq.ReserveDecision(l, &ledgerq.Reserve{
+						Principal: p,
+						Source:    "api", RequestID: fmt.Sprintf("%s_req_%d", account, i), IdemKey: idem, Fingerprint: "fp", Model: "m",
+						Questions: 1, Cost: 10, RateLimit: c.rateLimit, TTL: time.Hour, Lease: time.Minute, Now: now,
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					got[r.Outcome]++
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Errorf("%s: outcomes %v, want %v", c.name, got, c.want)
+			}
+			reserved := int64(c.want[ledgerq.Reserved])
+			w := now.Unix() / 60 * 60
+			addressAttempts := int64(attempts)
+			if c.signedIn {
+				addressAttempts = 0 // only API keys are counted per address
+			}
+			checks := []struct {
+				what string
+				sql  string
+				args []abi.Value
+				want int64
+			}{
+				{"balance", "SELECT balance FROM accounts WHERE id = ?", []abi.Value{abi.String(account)}, c.balance - 10*reserved},
+				{"entries", "SELECT SUM(delta) FROM credit_entries WHERE account_id = ?", []abi.Value{abi.String(account)}, c.balance - 10*reserved},
+				{"pending requests", "SELECT COUNT(*) FROM requests WHERE account_id = ? AND state = 'pending'", []abi.Value{abi.String(account)}, reserved},
+				{"address attempts", "SELECT COALESCE((SELECT count FROM rate_windows WHERE scope = ? AND window_start = ?), 0)",
+					[]abi.Value{abi.String("auth:ip-" + account), abi.Int64(w)}, addressAttempts},
+				{"account attempts", "SELECT COALESCE((SELECT count FROM rate_windows WHERE scope = ? AND window_start = ?), 0)",
+					[]abi.Value{abi.String("decide:" + account), abi.Int64(w)}, int64(attempts - c.want[ledgerq.AuthLimited])},
+			}
+			for _, k := range checks {
+				if v := scalar(t, setup, k.sql, k.args...); v != k.want {
+					t.Errorf("%s: %s %d, want %d", c.name, k.what, v, k.want)
+				}
+			}
+		}
+	})
+}
