@@ -31,11 +31,13 @@ CREATE VIEW decision_reservations AS SELECT
 WHERE 0;
 
 -- Each write's condition is tested in its own WHERE clause. Where it is
--- "the write before changed a row", the test is changes(): inside a trigger
--- it is the count of the trigger's previous INSERT, UPDATE or DELETE (and
--- inside an UPDATE's WHERE still that of the statement before it), which
--- keeps the program SQLite compiles for every request (sqld prepares every
--- statement afresh) small: each longer condition is written once.
+-- "the write before changed a row", the test is changes(): within a trigger
+-- program each INSERT, UPDATE and DELETE sets it on completion, so from the
+-- trigger's second such statement on it is the previous one's count, and a
+-- statement sees one value throughout (SQLite's sqlite3_changes()
+-- documentation). That keeps the program SQLite compiles for every request
+-- small (sqld prepares every statement afresh, this trigger's program
+-- included): each longer condition is written once.
 CREATE TRIGGER decision_reserve INSTEAD OF INSERT ON decision_reservations BEGIN
   -- The address's authentication attempt, with a key: the rate rule's count
   -- (shared/batch, Count), every attempt counted.
