@@ -2,6 +2,8 @@ package jsonw
 
 import (
 	"encoding/json"
+	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -62,5 +64,81 @@ func TestBothEscapingsRoundTripAndEscapeOnlyTheirSet(t *testing.T) {
 	}
 	if got := string(AppendMinimalContent(nil, `a"b`)); got != `a\"b` {
 		t.Errorf("content: %s", got)
+	}
+}
+
+// bytewise is the plainest escaper: each byte looked up and written on its
+// own. The word-at-a-time appendEscaped must write exactly what it writes.
+func bytewise(b []byte, s string, t *[256]byte) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c, e := s[i], t[s[i]]; e {
+		case 0:
+			b = append(b, c)
+		case 'u':
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+		default:
+			b = append(b, '\\', e)
+		}
+	}
+	return b
+}
+
+// Every byte value, alone or beside another, at every offset of strings
+// that span one to three words, and random text: both tables write what
+// the byte-at-a-time escaper writes.
+func TestWordAtATimeEscapesAsBytewise(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		for _, tab := range []*[256]byte{&minimal, &htmlSafe} {
+			if got, want := appendEscaped(nil, s, tab), bytewise(nil, s, tab); string(got) != string(want) {
+				t.Fatalf("%q (html %v): got %q, want %q", s, tab == &htmlSafe, got, want)
+			}
+		}
+	}
+	for n := 0; n <= 24; n++ {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				b := []byte(strings.Repeat("abcdefgh", 3)[:n])
+				b[pos] = byte(c)
+				check(string(b))
+				if pos+1 < n {
+					b[pos+1] = byte(255 - c) // a neighbour the borrow could reach
+					check(string(b))
+				}
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	alphabet := []byte("ab \"\\<>&\x00\x1f\x7f\xc3\xa9\xe2\x82\xac\n\t")
+	for range 20000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			if r.IntN(4) == 0 {
+				b[i] = byte(r.IntN(256))
+			} else {
+				b[i] = alphabet[r.IntN(len(alphabet))]
+			}
+		}
+		check(string(b))
+	}
+}
+
+// BenchmarkEscape measures the escaper on a request's kind of text (plain
+// words, a few escapes), beside the byte-at-a-time one in the same run:
+//
+//	go test ./shared/jsonw -run '^$' -bench Escape
+func BenchmarkEscape(b *testing.B) {
+	s := strings.Repeat("a ripe red apple lies on the kitchen table beside a green pear and two dark plums ", 50) + "\"quoted\"\n"
+	for _, c := range []struct {
+		name string
+		f    func([]byte, string, *[256]byte) []byte
+	}{{"words", appendEscaped}, {"bytewise", bytewise}} {
+		b.Run(c.name, func(b *testing.B) {
+			buf := make([]byte, 0, 2*len(s))
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				buf = c.f(buf[:0], s, &minimal)
+			}
+		})
 	}
 }
