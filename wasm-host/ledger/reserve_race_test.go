@@ -110,3 +110,56 @@ func TestReservationsRaceToTheirLimits(t *testing.T) {
 		}
 	})
 }
+
+// A settlement completes the attempt's idempotency record only if the
+// attempt was still pending: one whose lease ran out and was reconciled
+// (failed, refunded) keeps its record failed when its late success
+// arrives, so a retry is told it failed rather than replayed an answer
+// that was refunded. On both backends.
+func TestLateSettlementLeavesTheRecordFailed(t *testing.T) {
+	now := time.Unix(1_800_000_100, 0)
+	eachBackend(t, func(t *testing.T, url string) {
+		e := openT(t, url)
+		seedLedger(t, e)
+		l := e.Bind(testCtx(t))
+		record := func(key string) string {
+			t.Helper()
+			rows := query(t, e, "SELECT state FROM idempotency WHERE account_id = ? AND key = ?", abi.String(acct), abi.String(key))
+			if len(rows) != 1 {
+				t.Fatalf("record %s: %d rows", key, len(rows))
+			}
+			return rows[0][0].AsString()
+		}
+		settle := func(id, key string, at time.Time) bool {
+			t.Helper()
+			mine, err := ledgerq.SettleDecision(l, &ledgerq.Settle{RequestID: id, AccountID: acct, IdemKey: key, Cost: 10, OK: true, Status: 200,
+				InputTokens: -1, Retain: &ledgerq.Retained{RequestID: id, Status: 200, Body: []byte(`{"a":1}`), Mode: "m"}, Now: at})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return mine
+		}
+		for _, r := range []*ledgerq.Reserve{reserve("on-time", "k-on-time", 10, now), reserve("late", "k-late", 10, now)} {
+			if got, err := ledgerq.ReserveDecision(l, r); err != nil || got.Outcome != ledgerq.Reserved {
+				t.Fatalf("reserve %s: %v, %v", r.RequestID, got.Outcome, err)
+			}
+		}
+		if !settle("on-time", "k-on-time", now) || record("k-on-time") != "completed" {
+			t.Errorf("on-time settlement: record %s, want completed", record("k-on-time"))
+		}
+		past := now.Add(time.Hour)
+		if _, err := ledgerq.Reconcile(l, acct, past); err != nil {
+			t.Fatal(err)
+		}
+		if settle("late", "k-late", past) {
+			t.Error("a reconciled attempt was settled again")
+		}
+		if got := record("k-late"); got != "failed" {
+			t.Errorf("late settlement: record %s, want failed", got)
+		}
+		// One charge (on time), the late attempt refunded once.
+		if bal := scalar(t, e, "SELECT balance FROM accounts WHERE id = ?", abi.String(acct)); bal != 90 {
+			t.Errorf("balance %d, want 90", bal)
+		}
+	})
+}
