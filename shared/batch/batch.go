@@ -33,14 +33,6 @@ func Falsy(step int) abi.Cond       { return abi.Cond{Step: step, Test: abi.Fals
 func Affected(step int) abi.Cond    { return abi.Cond{Step: step, Test: abi.Affected} }
 func NotAffected(step int) abi.Cond { return abi.Cond{Step: step, Test: abi.NotAffected} }
 
-// And returns a's conditions followed by more in a new slice, never
-// sharing a's backing array (a step's conditions must not change after it
-// is added).
-func And(a []abi.Cond, more ...abi.Cond) []abi.Cond {
-	out := make([]abi.Cond, 0, len(a)+len(more))
-	return append(append(out, a...), more...)
-}
-
 // Str and Num are argument values.
 func Str(s string) abi.Value { return abi.String(s) }
 func Num(n int64) abi.Value  { return abi.Int64(n) }

@@ -56,7 +56,7 @@ func (w *Writer) FieldString(k, v string)    { w.Key(k); w.String(v) }
 func (w *Writer) FieldInt(k string, v int64) { w.Key(k); w.Int(v) }
 func (w *Writer) FieldBool(k string, v bool) { w.Key(k); w.Bool(v) }
 
-// The one JSON string escaper of the project. Two tables say which bytes
+// The one JSON string escaper of the project. Two escapings say which bytes
 // are escaped and how; everything else is copied as UTF-8.
 //
 //   - minimal: only what JSON requires ('"', '\\' and U+0000–U+001F),
@@ -71,9 +71,18 @@ var minimal, htmlSafe = escapes(""), escapes("<>&")
 
 const hex = "0123456789abcdef"
 
-// escapes builds a table: 0 copies the byte, 'u' writes \u00xx, any other
-// value c writes a backslash and c.
-func escapes(extra string) (t [256]byte) {
+// escaping is one of the two: which bytes are escaped and how (table: 0
+// copies the byte, 'u' writes \u00xx, any other value c writes a backslash
+// and c), and the bytes it escapes beyond JSON's own set (extra), which the
+// word-at-a-time search looks for.
+type escaping struct {
+	table [256]byte
+	extra string
+}
+
+func escapes(extra string) *escaping {
+	e := &escaping{extra: extra}
+	t := &e.table
 	for c := 0; c < 0x20; c++ {
 		t[c] = 'u'
 	}
@@ -82,38 +91,37 @@ func escapes(extra string) (t [256]byte) {
 	for i := 0; i < len(extra); i++ {
 		t[extra[i]] = 'u'
 	}
-	return t
+	return e
 }
 
-// appendEscaped writes s's bytes as t says. Safe bytes are copied in runs:
+// appendEscaped writes s's bytes as e says. Safe bytes are copied in runs:
 // under TinyGo every append is a runtime call, and a byte-at-a-time loop
 // made this the slowest part of a handler. The run is found eight bytes at
 // a time (specials) and a byte at a time only where a word holds a byte to
 // escape: the canonical form of a request is mostly string text, and the
 // table lookup per byte was 13% of a medium decision's work in the guest's
 // code (measured natively, the module's hottest non-ledger function).
-func appendEscaped(b []byte, s string, t *[256]byte) []byte {
-	html := t == &htmlSafe
+func appendEscaped(b []byte, s string, e *escaping) []byte {
 	start, i := 0, 0
 	for i < len(s) {
 		if i+8 <= len(s) {
-			m := specials(load64(s, i), html)
+			m := specials(load64(s, i), e.extra)
 			if m == 0 {
 				i += 8
 				continue
 			}
 			i += bits.TrailingZeros64(m) >> 3 // the first byte to escape
 		}
-		e := t[s[i]]
-		if e == 0 {
+		x := e.table[s[i]]
+		if x == 0 {
 			i++
 			continue
 		}
 		b = append(b, s[start:i]...)
-		if c := s[i]; e == 'u' {
+		if c := s[i]; x == 'u' {
 			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
 		} else {
-			b = append(b, '\\', e)
+			b = append(b, '\\', x)
 		}
 		i++
 		start = i
@@ -127,15 +135,15 @@ const (
 	highs = 0x8080808080808080
 )
 
-// specials flags, by setting its high bit, each byte of w that the minimal
-// table escapes (below 0x20, '"', '\\'), and with html also '<', '>' and
-// '&'. Each test is the "has a zero byte" subtraction trick: a borrow can
-// flag a byte above a true hit, never below one, so the lowest flag is
-// exact. Bytes from 0x80 up (UTF-8) are never flagged.
-func specials(w uint64, html bool) uint64 {
+// specials flags, by setting its high bit, each byte of w that JSON
+// requires escaped (below 0x20, '"', '\\') or that is one of extra. Each
+// test is the "has a zero byte" subtraction trick: a borrow can flag a byte
+// above a true hit, never below one, so the lowest flag is exact. Bytes
+// from 0x80 up (UTF-8) are never flagged unless extra names them.
+func specials(w uint64, extra string) uint64 {
 	m := (w-ones*0x20)&^w | zeroIn(w^(ones*'"')) | zeroIn(w^(ones*'\\'))
-	if html {
-		m |= zeroIn(w^(ones*'<')) | zeroIn(w^(ones*'>')) | zeroIn(w^(ones*'&'))
+	for i := 0; i < len(extra); i++ {
+		m |= zeroIn(w ^ (ones * uint64(extra[i])))
 	}
 	return m & highs
 }
@@ -153,7 +161,7 @@ func load64(s string, i int) uint64 {
 // (htmlSafe above).
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
-	b = appendEscaped(b, s, &htmlSafe)
+	b = appendEscaped(b, s, htmlSafe)
 	return append(b, '"')
 }
 
@@ -161,10 +169,10 @@ func AppendString(b []byte, s string) []byte {
 // minimal above): the canonical form's one way to write a string.
 func AppendMinimal(b []byte, s string) []byte {
 	b = append(b, '"')
-	b = appendEscaped(b, s, &minimal)
+	b = appendEscaped(b, s, minimal)
 	return append(b, '"')
 }
 
 // AppendMinimalContent is AppendMinimal without the quotes: the text a
 // model writes between them.
-func AppendMinimalContent(b []byte, s string) []byte { return appendEscaped(b, s, &minimal) }
+func AppendMinimalContent(b []byte, s string) []byte { return appendEscaped(b, s, minimal) }

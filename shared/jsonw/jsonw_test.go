@@ -69,9 +69,9 @@ func TestBothEscapingsRoundTripAndEscapeOnlyTheirSet(t *testing.T) {
 
 // bytewise is the plainest escaper: each byte looked up and written on its
 // own. The word-at-a-time appendEscaped must write exactly what it writes.
-func bytewise(b []byte, s string, t *[256]byte) []byte {
+func bytewise(b []byte, s string, esc *escaping) []byte {
 	for i := 0; i < len(s); i++ {
-		switch c, e := s[i], t[s[i]]; e {
+		switch c, e := s[i], esc.table[s[i]]; e {
 		case 0:
 			b = append(b, c)
 		case 'u':
@@ -89,9 +89,9 @@ func bytewise(b []byte, s string, t *[256]byte) []byte {
 func TestWordAtATimeEscapesAsBytewise(t *testing.T) {
 	check := func(s string) {
 		t.Helper()
-		for _, tab := range []*[256]byte{&minimal, &htmlSafe} {
+		for _, tab := range []*escaping{minimal, htmlSafe} {
 			if got, want := appendEscaped(nil, s, tab), bytewise(nil, s, tab); string(got) != string(want) {
-				t.Fatalf("%q (html %v): got %q, want %q", s, tab == &htmlSafe, got, want)
+				t.Fatalf("%q (html %v): got %q, want %q", s, tab == htmlSafe, got, want)
 			}
 		}
 	}
@@ -131,13 +131,13 @@ func BenchmarkEscape(b *testing.B) {
 	s := strings.Repeat("a ripe red apple lies on the kitchen table beside a green pear and two dark plums ", 50) + "\"quoted\"\n"
 	for _, c := range []struct {
 		name string
-		f    func([]byte, string, *[256]byte) []byte
+		f    func([]byte, string, *escaping) []byte
 	}{{"words", appendEscaped}, {"bytewise", bytewise}} {
 		b.Run(c.name, func(b *testing.B) {
 			buf := make([]byte, 0, 2*len(s))
 			b.SetBytes(int64(len(s)))
 			for b.Loop() {
-				buf = c.f(buf[:0], s, &minimal)
+				buf = c.f(buf[:0], s, minimal)
 			}
 		})
 	}

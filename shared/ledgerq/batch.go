@@ -17,12 +17,10 @@ import (
 )
 
 var (
-	str         = batch.Str
-	num         = batch.Num
-	truthy      = batch.Truthy
-	affected    = batch.Affected
-	notAffected = batch.NotAffected
-	and         = batch.And
+	str      = batch.Str
+	num      = batch.Num
+	truthy   = batch.Truthy
+	affected = batch.Affected
 )
 
 func nullable(s string) abi.Value {

@@ -156,37 +156,35 @@ var codecAnswers = []string{
 	`{"type":"response_ok","request_id":13,"response":{"type":"batch","result":{"step_results":[],"step_errors":[]}}}`,
 }
 
+// readsAsEncodingJSON reads text with parse and fails unless the result is
+// what encoding/json fills the same struct with; it returns the latter.
+func readsAsEncodingJSON[T any](t *testing.T, p *fastjson.Parser, text string, parse func(*fastjson.Parser, []byte) (*T, error)) *T {
+	t.Helper()
+	var want T
+	if err := json.Unmarshal([]byte(text), &want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := parse(p, []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, &want) {
+		t.Errorf("%s\n got %+v\nwant %+v", text, got, &want)
+	}
+	return &want
+}
+
 func TestAnswersReadAsEncodingJSONReadThem(t *testing.T) {
 	var p fastjson.Parser
 	for _, a := range codecAnswers {
-		var want wsServerMsg
-		if err := json.Unmarshal([]byte(a), &want); err != nil {
-			t.Fatal(err)
-		}
-		got, err := parseWSMessage(&p, []byte(a))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, &want) {
-			t.Errorf("%s\n got %+v\nwant %+v", a, got, &want)
-		}
+		want := readsAsEncodingJSON(t, &p, a, parseWSMessage)
 		// The same batch result inside an HTTP pipeline answer.
 		if want.Response == nil {
 			continue
 		}
 		rs, _ := json.Marshal(want.Response)
 		pipe := `{"baton":"b-2","base_url":null,"results":[{"type":"ok","response":` + string(rs) + `},{"type":"error","error":{"message":"m"}}]}`
-		var wantP hranaResponse
-		if err := json.Unmarshal([]byte(pipe), &wantP); err != nil {
-			t.Fatal(err)
-		}
-		gotP, err := parsePipeline(&p, []byte(pipe))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(gotP, &wantP) {
-			t.Errorf("%s\n got %+v\nwant %+v", pipe, gotP, &wantP)
-		}
+		readsAsEncodingJSON(t, &p, pipe, parsePipeline)
 	}
 	// Values that outlive the parser's next message.
 	first, _ := parseWSMessage(&p, []byte(codecAnswers[4]))
