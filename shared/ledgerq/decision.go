@@ -72,12 +72,13 @@ type Reservation struct {
 //
 // The writes are one statement: an INSERT into the view
 // decision_reservations, whose trigger makes them, each under the condition
-// that decides it (schema/migrations/0005_decision_reservation.sql). The
-// batch then reads the outcome from what they left, in the same
-// transaction: the counters, whether the key is live, whether the attempt
-// was recorded, the balance and any stale lease, and with an
-// Idempotency-Key the live record. Two statements (three with a key) and no
-// conditions between them, so sqld runs no guards.
+// that decides it (schema/migrations/0005_decision_reservation.sql), and
+// whose RETURNING row reads the outcome from what they left: the counters,
+// whether the key is live, whether the attempt was recorded, the balance and
+// any stale lease. With an Idempotency-Key a second statement reads the live
+// record. No conditions between them, so sqld runs no guards; and without a
+// key the batch is that one statement, which a host may run merged with
+// other decisions' (MergeableStatements).
 func ReserveDecision(l platform.Ledger, r *Reserve) (Reservation, error) {
 	var x batch.Builder
 	now := r.Now.Unix()
@@ -90,20 +91,10 @@ func ReserveDecision(l platform.Ledger, r *Reserve) (Reservation, error) {
 	if r.IdemKey != "" {
 		fingerprint = str(r.Fingerprint)
 	}
-	x.Add(`INSERT INTO decision_reservations (request_id, account_id, key_hash, auth_scope, auth_limit, window_start, rate_limit,
-  idem_key, fingerprint, expires_at, cost, source, model, questions, lease_until, now)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, nil,
+	reserve := x.Add(reservationSQL, nil,
 		str(r.RequestID), str(r.AccountID), keyHash, authScope, num(int64(r.AuthLimit)), num(w.Start), num(int64(r.RateLimit)),
 		nullable(r.IdemKey), fingerprint, num(now+int64(r.TTL/time.Second)), num(r.Cost), str(r.Source), str(r.Model),
 		num(int64(r.Questions)), num(now+int64(r.Lease/time.Second)), num(now))
-	state := x.Add(`SELECT (SELECT count FROM rate_windows WHERE scope = ? AND window_start = ?),
-  EXISTS (SELECT 1 FROM api_keys WHERE secret_hash = ? AND account_id = ? AND revoked_at IS NULL),
-  (SELECT count FROM rate_windows WHERE scope = ? AND window_start = ?),
-  EXISTS (SELECT 1 FROM requests WHERE id = ?),
-  (SELECT balance FROM accounts WHERE id = ?),
-  `+staleLease, nil,
-		authScope, num(w.Start), keyHash, str(r.AccountID), str("decide:"+r.AccountID), num(w.Start),
-		str(r.RequestID), str(r.AccountID), str(r.AccountID), num(now))
 	record := -1
 	if r.IdemKey != "" {
 		record = x.Add(`SELECT state, fingerprint, request_id, status, headers, body, mode FROM idempotency
@@ -114,10 +105,10 @@ WHERE account_id = ? AND key = ? AND expires_at > ?`, nil, str(r.AccountID), str
 	if err != nil {
 		return Reservation{}, err
 	}
-	if len(res[state].Rows) != 1 || len(res[state].Rows[0]) != 6 {
+	if len(res[reserve].Rows) != 1 || len(res[reserve].Rows[0]) != 7 {
 		return Reservation{}, errors.New("ledgerq: the reservation's outcome has no row")
 	}
-	row := res[state].Rows[0]
+	row := res[reserve].Rows[0][1:]
 	out := Reservation{Auth: Auth{Window: w}, Rate: batch.Rate{Limit: int64(r.RateLimit), Window: w}}
 	if r.KeyHash == "" {
 		out.Auth.OK = row[4].Kind != abi.Null // the signed-in account exists
@@ -151,9 +142,39 @@ WHERE account_id = ? AND key = ? AND expires_at > ?`, nil, str(r.AccountID), str
 	return out, nil
 }
 
-// staleLease is a condition for a WHERE clause or a column: the account has
-// an attempt pending past its lease. Args: account, now.
-const staleLease = `EXISTS (SELECT 1 FROM requests WHERE account_id = ? AND state = 'pending' AND lease_until < ?)`
+// reservationSQL is the reservation: its RETURNING row is the request id
+// (which a host that merges reservations matches rows by) and the outcome,
+// each read through the row's own columns (decision_reservations.…), so
+// SQLite evaluates it for each row right after that row's trigger ran, and
+// a merged INSERT answers each reservation as if it had run alone. The
+// subqueries' tables have aliases so that the view's column names
+// (window_start, account_id, …) cannot resolve to theirs.
+const reservationSQL = `INSERT INTO decision_reservations (request_id, account_id, key_hash, auth_scope, auth_limit, window_start, rate_limit,
+  idem_key, fingerprint, expires_at, cost, source, model, questions, lease_until, now)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+RETURNING request_id,
+  (SELECT w.count FROM rate_windows w WHERE w.scope = decision_reservations.auth_scope AND w.window_start = decision_reservations.window_start) AS auth_count,
+  EXISTS (SELECT 1 FROM api_keys k WHERE k.secret_hash = decision_reservations.key_hash AND k.account_id = decision_reservations.account_id
+    AND k.revoked_at IS NULL) AS key_live,
+  (SELECT w.count FROM rate_windows w WHERE w.scope = 'decide:' || decision_reservations.account_id
+    AND w.window_start = decision_reservations.window_start) AS decide_count,
+  EXISTS (SELECT 1 FROM requests q WHERE q.id = decision_reservations.request_id) AS reserved,
+  (SELECT a.balance FROM accounts a WHERE a.id = decision_reservations.account_id) AS balance,
+  EXISTS (SELECT 1 FROM requests q WHERE q.account_id = decision_reservations.account_id AND q.state = 'pending'
+    AND q.lease_until < decision_reservations.now) AS stale`
+
+// settlementSQL charges a successful attempt without a record to complete
+// (schema/migrations/0006_decision_settlement.sql); its RETURNING row is the
+// request id and whether the attempt is now charged, false when it was
+// reconciled (failed and refunded) first.
+const settlementSQL = `INSERT INTO decision_settlements (request_id, status, input_tokens, output_tokens, now) VALUES (?, ?, ?, ?, ?)
+RETURNING request_id, (SELECT q.state = 'succeeded' FROM requests q WHERE q.id = decision_settlements.request_id) AS charged`
+
+// MergeableStatements returns the statements a host may run merged
+// (wasm-host/ledger, Options.Merge): a decision's batches without an
+// Idempotency-Key, its reservation and its successful settlement, are each
+// one of them alone.
+func MergeableStatements() []string { return []string{reservationSQL, settlementSQL} }
 
 // readRecord interprets an idempotency record the attempt could not claim.
 func readRecord(s *abi.StepResult, fingerprint string) (Outcome, Retained) {
@@ -202,6 +223,15 @@ type Settle struct {
 func SettleDecision(l platform.Ledger, s *Settle) (bool, error) {
 	var x batch.Builder
 	now := num(s.Now.Unix())
+	if s.OK && (s.IdemKey == "" || s.Retain == nil) {
+		// No record to complete: the one statement a host may merge.
+		x.Add(settlementSQL, nil, str(s.RequestID), num(int64(s.Status)), tokens(s.InputTokens), tokens(s.OutputTokens), now)
+		res, err := x.Run(l)
+		if err != nil {
+			return false, err
+		}
+		return len(res[0].Rows) == 1 && len(res[0].Rows[0]) == 2 && res[0].Rows[0][1].Truthy(), nil
+	}
 	var mark int
 	if s.OK {
 		mark = x.Add(`UPDATE requests SET state = 'succeeded', charged = cost, status = ?, input_tokens = ?, output_tokens = ?, finished_at = ?

@@ -131,7 +131,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	// first kept the compile (the cold start's critical path) waiting
 	// about 2 ms for a processor.
 	go func() {
-		led, err := ledger.OpenWith(ctx, cfg.LedgerURL, cfg.LedgerToken, ledger.Options{Prepare: ledgerq.DecisionStatements()})
+		led, err := ledger.OpenWith(ctx, cfg.LedgerURL, cfg.LedgerToken, ledger.Options{Prepare: ledgerq.DecisionStatements(), Merge: ledgerq.MergeableStatements()})
 		if err == nil {
 			if err = led.RequireMigrated(ctx); err != nil {
 				led.Close()

@@ -25,7 +25,8 @@ import (
 //
 // Each row is measured against the others of the same run: serial and
 // parallel8 (8 callers, as a host with 8 warm instances issues them), with
-// the statement cache off (nocache) and group commit off (group=1).
+// the statement cache off (nocache), group commit off (group=1) and
+// reservations never merged (nomerge).
 //
 //	go test ./wasm-host/ledger -run '^$' -bench Decision -benchtime 2000x
 func BenchmarkDecision(b *testing.B) {
@@ -39,13 +40,15 @@ func BenchmarkDecision(b *testing.B) {
 		idem     bool // every decision carries its own Idempotency-Key
 		tune     tuning
 		embedded bool // only on the embedded file (sqld has no statement cache of ours)
+		noMerge  bool // reservations never merged (Options.Merge unset)
 	}{
-		{"serial", 1, false, defaultTuning(), false},
-		{"serial/nocache", 1, false, noCache, true},
-		{"serial-idem", 1, true, defaultTuning(), false},
-		{"parallel8", 8, false, defaultTuning(), false},
-		{"parallel8/nocache", 8, false, noCache, true},
-		{"parallel8/group=1", 8, false, noGroup, false},
+		{"serial", 1, false, defaultTuning(), false, false},
+		{"serial/nocache", 1, false, noCache, true, false},
+		{"serial-idem", 1, true, defaultTuning(), false, false},
+		{"parallel8", 8, false, defaultTuning(), false, false},
+		{"parallel8/nocache", 8, false, noCache, true, false},
+		{"parallel8/group=1", 8, false, noGroup, false, false},
+		{"parallel8/nomerge", 8, false, defaultTuning(), false, true},
 	}
 	for _, be := range sqldtest.Backends(b) {
 		setup, err := OpenWith(context.Background(), be.URL, "", Options{Create: true})
@@ -61,7 +64,11 @@ func BenchmarkDecision(b *testing.B) {
 				continue
 			}
 			b.Run(be.Name+"/"+c.name, func(b *testing.B) {
-				e, err := open(context.Background(), be.URL, "", Options{Create: true}, c.tune)
+				o := Options{Create: true, Merge: ledgerq.MergeableStatements()}
+				if c.noMerge {
+					o.Merge = nil
+				}
+				e, err := open(context.Background(), be.URL, "", o, c.tune)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -106,6 +113,7 @@ func reportPerDecision(b *testing.B, s Stats, cpu time.Duration, n int) {
 	b.ReportMetric(per(s.RoundTrips), "trips/decision")
 	b.ReportMetric(per(s.Transactions), "tx/decision")
 	b.ReportMetric(per(s.Prepared), "prepares/decision")
+	b.ReportMetric(per(s.Merged), "merged/decision")
 	if s.Transactions > 0 {
 		b.ReportMetric(float64(s.Batches)/float64(s.Transactions), "batches/tx")
 	}

@@ -37,6 +37,11 @@
 //     the translation cannot express exactly still run interactively. The
 //     messages are written and read without reflection (hranajson.go):
 //     encoding/json was half of the writer's CPU per request.
+//   - Merged statements on a remote server. sqld compiles every statement
+//     of every request, and compiling is most of what a decision costs it,
+//     so a group's batches that are each the same one statement
+//     (Options.Merge: the decision's reservation and its settlement) run
+//     as that statement once with all their rows (merge.go).
 //   - Prepared statements on the embedded file. Compiling SQL cost about as
 //     much as running it, and the routes send the same few texts over and
 //     over, so the writer keeps each statement compiled on its connection

@@ -128,6 +128,7 @@ func (e *Executor) commit(group []*job) {
 	if e.hrana != nil && len(group) > 1 {
 		group = e.commitUntranslatable(group)
 	}
+	unmerged := false // after a merged statement failed (merge.go)
 	for attempts := 0; ; attempts++ {
 		group = dropExpired(group)
 		if len(group) == 0 {
@@ -136,7 +137,11 @@ func (e *Executor) commit(group []*job) {
 		if attempts > 0 {
 			e.counters.retries.Add(1)
 		}
-		a := e.attempt(group)
+		run, parts := group, [][]*job(nil)
+		if !unmerged {
+			run, parts = e.mergeGroup(group)
+		}
+		a := e.attempt(run)
 		if a.err != nil && isRefused(a.err) {
 			// The server refused the request before running any of it, even
 			// one that carried a COMMIT or a lone write: retry it like a
@@ -146,8 +151,15 @@ func (e *Executor) commit(group []*job) {
 		switch {
 		case a.err == nil:
 			e.counters.transactions.Add(1)
-			for i, j := range group {
-				j.finish(abi.BatchResult{Steps: a.steps[i]})
+			for i, j := range run {
+				if parts == nil || parts[i] == nil {
+					j.finish(abi.BatchResult{Steps: a.steps[i]})
+					continue
+				}
+				e.counters.merged.Add(int64(len(parts[i])))
+				for k, steps := range split(a.steps[i][0], parts[i]) {
+					parts[i][k].finish(abi.BatchResult{Steps: steps})
+				}
 			}
 			return
 
@@ -162,11 +174,17 @@ func (e *Executor) commit(group []*job) {
 				return
 			}
 
+		case (a.stage == stageStep || a.stage == stageAlone) && !isTransport(a.err) && parts != nil && parts[a.job] != nil:
+			// A merged statement failed, and cannot say whose row did: run
+			// the group again unmerged, where the failure finds its batch.
+			unmerged = true
+
 		case (a.stage == stageStep || a.stage == stageAlone) && !isTransport(a.err):
 			// An SQL error belongs to the batch that ran the statement. The
 			// others were rolled back with it and run again without it.
-			group[a.job].finish(failed("ledger: step %d: %s", a.step, message(a.err)))
-			group = append(group[:a.job:a.job], group[a.job+1:]...)
+			j := run[a.job]
+			j.finish(failed("ledger: step %d: %s", a.step, message(a.err)))
+			group = without(group, j)
 
 		case a.stage == stageCommit && !isTransport(a.err):
 			// COMMIT itself refused (a deferred constraint, say) and rolled
@@ -181,7 +199,7 @@ func (e *Executor) commit(group []*job) {
 			}
 			return
 
-		case a.stage == stageCommit || a.stage == stageAlone && !group[0].shapes[0].readOnly:
+		case a.stage == stageCommit || a.stage == stageAlone && !run[0].shapes[0].readOnly:
 			// The connection broke while COMMIT (or a lone writing statement)
 			// was in flight: the server may have committed. Retrying could
 			// apply the batches twice.
@@ -203,6 +221,17 @@ func (e *Executor) commit(group []*job) {
 			}
 		}
 	}
+}
+
+// without returns group without j.
+func without(group []*job, j *job) []*job {
+	kept := make([]*job, 0, len(group))
+	for _, g := range group {
+		if g != j {
+			kept = append(kept, g)
+		}
+	}
+	return kept
 }
 
 // commitUntranslatable commits, each in a transaction of its own, the

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,3 +73,36 @@ func when(s abi.Statement, conds ...abi.Cond) abi.Statement {
 }
 
 func batchOf(steps ...abi.Statement) *abi.Batch { return &abi.Batch{Steps: steps} }
+
+// queueBehindLock holds the write lock from another connection while each
+// host's writer waits on a write of its own and send starts the batches
+// (on wg), until queued batches wait in the hosts' queues; then it lets go
+// and waits for wg. So the queued batches reach each writer as one group.
+// The ledger must have the table queue_probe (probeTable) for the writers'
+// own writes.
+func queueBehindLock(t *testing.T, url string, hosts []*Executor, queued int, send func(wg *sync.WaitGroup)) {
+	t.Helper()
+	release := holdWriteLock(t, url)
+	var wg sync.WaitGroup
+	for _, h := range hosts {
+		before := h.Stats()
+		wg.Go(func() { run(t, h, stmt("INSERT INTO queue_probe VALUES (1)")) })
+		waitUntil(t, "the writer waits for the lock", func() bool {
+			d := h.Stats().Sub(before)
+			return d.Statements+d.RoundTrips+d.Retries > 0
+		})
+	}
+	send(&wg)
+	waitUntil(t, "the batches queue", func() bool {
+		n := 0
+		for _, h := range hosts {
+			n += len(h.queue)
+		}
+		return n == queued
+	})
+	release()
+	wg.Wait()
+}
+
+// probeTable is the table queueBehindLock writes to.
+const probeTable = "CREATE TABLE queue_probe (x INTEGER)"

@@ -48,6 +48,13 @@ type Options struct {
 	// happens while the host's modules load. A text that does not compile is
 	// skipped here and fails where it is used.
 	Prepare []string
+	// Merge is SQL whose batches a group may run as one statement with all
+	// their rows (merge.go says when, and what the statement must promise):
+	// `INSERT … VALUES (?, …, ?) RETURNING …` whose first RETURNING column
+	// echoes the first VALUES column. A host passes the decision's
+	// reservation and settlement (ledgerq.MergeableStatements). Only a
+	// remote server merges. OpenWith refuses a text of another form.
+	Merge []string
 }
 
 // OperatorPatience is the Patience of operator commands: long enough to
@@ -92,11 +99,12 @@ type Executor struct {
 	counters counters // what Stats reports
 
 	// Owned by the writer goroutine.
-	conn      *sql.Conn  // kept between transactions; nil when none
-	connIdle  time.Time  // when conn last finished a transaction
-	cache     *stmtCache // conn's prepared statements (embedded); nil when none yet
-	stmtCache int        // the cache's bound; 0 turns it off
-	prepare   []string   // compiled by the writer when it starts (Options.Prepare)
+	conn      *sql.Conn             // kept between transactions; nil when none
+	connIdle  time.Time             // when conn last finished a transaction
+	cache     *stmtCache            // conn's prepared statements (embedded); nil when none yet
+	stmtCache int                   // the cache's bound; 0 turns it off
+	prepare   []string              // compiled by the writer when it starts (Options.Prepare)
+	merge     map[string]*mergeable // Options.Merge, by text
 }
 
 // defaultMaxGroup bounds how many queued batches share one transaction. It
@@ -176,6 +184,18 @@ func open(ctx context.Context, url, authToken string, o Options, tune tuning) (*
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: %w", name, err)
 	}
+	var merge map[string]*mergeable
+	for _, sql := range o.Merge {
+		m, err := parseMergeable(sql)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		if merge == nil {
+			merge = map[string]*mergeable{}
+		}
+		merge[sql] = m
+	}
 	var hc *hranaClient
 	if remote {
 		if hc, err = newHranaClient(url, authToken); err != nil {
@@ -195,6 +215,7 @@ func open(ctx context.Context, url, authToken string, o Options, tune tuning) (*
 		closing:   make(chan struct{}),
 		stopped:   make(chan struct{}),
 		prepare:   o.Prepare,
+		merge:     merge,
 	}
 	if hc != nil {
 		hc.trips = &e.counters.roundTrips

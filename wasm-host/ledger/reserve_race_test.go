@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,11 @@ import (
 // its number through, every attempt is counted, and the money adds up. The
 // reservation's writes run in a trigger, each under a condition it
 // evaluates itself (schema/migrations/0005_decision_reservation.sql); this
-// is what shows those conditions hold under concurrency.
+// is what shows those conditions hold under concurrency. The hosts merge
+// reservations as a serving host does (Options.Merge), and the attempts
+// queue behind another connection's write lock, so each host runs its
+// twelve as one group: on sqld and without an Idempotency-Key, one merged
+// INSERT whose RETURNING rows must each tell its own reservation's outcome.
 func TestReservationsRaceToTheirLimits(t *testing.T) {
 	const attempts = 24 // 2 hosts × 12 callers
 	now := time.Unix(1_800_000_010, 0)
@@ -36,11 +41,13 @@ func TestReservationsRaceToTheirLimits(t *testing.T) {
 		{"signed in, same key, balance", 5, 100, 100, true, true, map[ledgerq.Outcome]int{ledgerq.Insufficient: attempts}},
 	}
 	eachBackend(t, func(t *testing.T, url string) {
+		remote := !strings.HasPrefix(url, "file:")
 		setup := openT(t, url)
 		if err := setup.Migrate(testCtx(t)); err != nil {
 			t.Fatal(err)
 		}
-		hosts := []*Executor{openT(t, url), openT(t, url)}
+		run(t, setup, stmt(probeTable))
+		hosts := []*Executor{openMerging(t, url), openMerging(t, url)}
 		for ci, c := range cases {
 			account, hash := fmt.Sprintf("race_%d", ci), fmt.Sprintf("racehash_%d", ci)
 			run(t, setup,
@@ -49,38 +56,58 @@ func TestReservationsRaceToTheirLimits(t *testing.T) {
 				stmt("INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES (?, ?, 'k', 'p', ?, 0)",
 					abi.String("key_"+account), abi.String(account), abi.String(hash)))
 			var (
-				mu  sync.Mutex
-				got = map[ledgerq.Outcome]int{}
-				wg  sync.WaitGroup
+				mu   sync.Mutex
+				got  = map[ledgerq.Outcome]int{}
+				told = map[string]bool{} // the attempts told they were reserved
 			)
-			for i := range attempts {
-				l := hosts[i%2].Bind(testCtx(t))
-				wg.Go(func() {
-					idem := ""
-					if c.sameKey {
-						idem = "the-key"
-					}
-					p := ledgerq.Principal{AccountID: account, KeyHash: hash, IPHash: "ip-" + account, AuthLimit: c.authLimit}
-					if c.signedIn {
-						p.KeyHash = ""
-					}
-					r, err := ledgerq.ReserveDecision(l, &ledgerq.Reserve{
-						Principal: p,
-						Source:    "api", RequestID: fmt.Sprintf("%s_req_%d", account, i), IdemKey: idem, Fingerprint: "fp", Model: "m",
-						Questions: 1, Cost: 10, RateLimit: c.rateLimit, TTL: time.Hour, Lease: time.Minute, Now: now,
+			before := []Stats{hosts[0].Stats(), hosts[1].Stats()}
+			queueBehindLock(t, url, hosts, attempts, func(wg *sync.WaitGroup) {
+				for i := range attempts {
+					l := hosts[i%2].Bind(testCtx(t))
+					wg.Go(func() {
+						idem := ""
+						if c.sameKey {
+							idem = "the-key"
+						}
+						p := ledgerq.Principal{AccountID: account, KeyHash: hash, IPHash: "ip-" + account, AuthLimit: c.authLimit}
+						if c.signedIn {
+							p.KeyHash = ""
+						}
+						r, err := ledgerq.ReserveDecision(l, &ledgerq.Reserve{
+							Principal: p,
+							Source:    "api", RequestID: fmt.Sprintf("%s_req_%d", account, i), IdemKey: idem, Fingerprint: "fp", Model: "m",
+							Questions: 1, Cost: 10, RateLimit: c.rateLimit, TTL: time.Hour, Lease: time.Minute, Now: now,
+						})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						got[r.Outcome]++
+						if r.Outcome == ledgerq.Reserved {
+							told[fmt.Sprintf("%s_req_%d", account, i)] = true
+						}
+						mu.Unlock()
 					})
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					mu.Lock()
-					got[r.Outcome]++
-					mu.Unlock()
-				})
-			}
-			wg.Wait()
+				}
+			})
 			if fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Errorf("%s: outcomes %v, want %v", c.name, got, c.want)
+			}
+			// Each attempt got its own outcome, not another's: exactly those
+			// told they were reserved have a pending request.
+			for _, row := range query(t, setup, "SELECT id FROM requests WHERE account_id = ? AND state = 'pending'", abi.String(account)) {
+				if !told[row[0].AsString()] {
+					t.Errorf("%s: %s is pending but was not told it was reserved", c.name, row[0].AsString())
+				}
+			}
+			merged := hosts[0].Stats().Sub(before[0]).Merged + hosts[1].Stats().Sub(before[1]).Merged
+			want := int64(0)
+			if remote && !c.sameKey {
+				want = attempts
+			}
+			if merged != want {
+				t.Errorf("%s: %d reservations ran merged, want %d", c.name, merged, want)
 			}
 			reserved := int64(c.want[ledgerq.Reserved])
 			w := now.Unix() / 60 * 60
@@ -109,6 +136,18 @@ func TestReservationsRaceToTheirLimits(t *testing.T) {
 			}
 		}
 	})
+}
+
+// openMerging opens an executor that merges reservations, as a serving
+// host's does.
+func openMerging(t testing.TB, url string) *Executor {
+	t.Helper()
+	e, err := OpenWith(testCtx(t), url, "", Options{Merge: ledgerq.MergeableStatements()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }
 
 // A settlement completes the attempt's idempotency record only if the
@@ -160,6 +199,85 @@ func TestLateSettlementLeavesTheRecordFailed(t *testing.T) {
 		// One charge (on time), the late attempt refunded once.
 		if bal := scalar(t, e, "SELECT balance FROM accounts WHERE id = ?", abi.String(acct)); bal != 90 {
 			t.Errorf("balance %d, want 90", bal)
+		}
+	})
+}
+
+// Successful settlements without an Idempotency-Key that reach the writer
+// together run as one merged statement on sqld (one by one on the embedded
+// file), and each is told whether it charged its attempt: those still
+// pending are charged once, those reconciled first stay failed and
+// refunded, and the balance is the sum of the entries. On both backends.
+func TestSettlementsTogetherChargeEachOnce(t *testing.T) {
+	now := time.Unix(1_800_000_200, 0)
+	eachBackend(t, func(t *testing.T, url string) {
+		setup := openT(t, url)
+		if err := setup.Migrate(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		run(t, setup, stmt(probeTable),
+			stmt("INSERT INTO accounts (id, balance, created_at) VALUES (?, 100, 0)", abi.String(acct)),
+			stmt("INSERT INTO credit_entries (account_id, delta, kind, created_at) VALUES (?, 100, 'grant', 0)", abi.String(acct)),
+			stmt("INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES ('key_1', ?, 'k', 'p', ?, 0)",
+				abi.String(acct), abi.String(keyHash)))
+		e := openMerging(t, url)
+		l := e.Bind(testCtx(t))
+		// Two attempts whose leases ran out, reconciled; then four on time.
+		var ids []string
+		for i, at := range []time.Time{now.Add(-2 * time.Minute), now.Add(-2 * time.Minute), now, now, now, now} {
+			id := fmt.Sprintf("settle_%d", i)
+			if i == 2 {
+				if n, err := ledgerq.Reconcile(l, acct, now); err != nil || n != 2 {
+					t.Fatalf("reconcile: %d, %v", n, err)
+				}
+			}
+			if r, err := ledgerq.ReserveDecision(l, reserve(id, "", 10, at)); err != nil || r.Outcome != ledgerq.Reserved {
+				t.Fatalf("reserve %s: %v, %v", id, r.Outcome, err)
+			}
+			ids = append(ids, id)
+		}
+		before := e.Stats()
+		var (
+			mu      sync.Mutex
+			charged = map[string]bool{}
+		)
+		queueBehindLock(t, url, []*Executor{e}, len(ids), func(wg *sync.WaitGroup) {
+			for _, id := range ids {
+				wg.Go(func() {
+					ok, err := ledgerq.SettleDecision(l, &ledgerq.Settle{RequestID: id, AccountID: acct, Cost: 10, OK: true, Status: 200,
+						InputTokens: 3, OutputTokens: -1, Now: now})
+					if err != nil {
+						t.Error(err)
+					}
+					mu.Lock()
+					charged[id] = ok
+					mu.Unlock()
+				})
+			}
+		})
+		for i, id := range ids {
+			wantState := map[bool]string{true: "succeeded", false: "failed"}[i >= 2]
+			if charged[id] != (i >= 2) {
+				t.Errorf("%s: told charged %v, want %v", id, charged[id], i >= 2)
+			}
+			row := query(t, setup, "SELECT state, COALESCE(charged, 0), COALESCE(input_tokens, -1), COALESCE(output_tokens, -1) FROM requests WHERE id = ?", abi.String(id))[0]
+			if row[0].AsString() != wantState || (i >= 2) != (row[1].AsInt() == 10) {
+				t.Errorf("%s: state %s charged %d, want %s", id, row[0].AsString(), row[1].AsInt(), wantState)
+			}
+			if i >= 2 && (row[2].AsInt() != 3 || row[3].AsInt() != -1) {
+				t.Errorf("%s: tokens %d/%d, want 3/unknown", id, row[2].AsInt(), row[3].AsInt())
+			}
+		}
+		balance := scalar(t, setup, "SELECT balance FROM accounts WHERE id = ?", abi.String(acct))
+		if sum := scalar(t, setup, "SELECT SUM(delta) FROM credit_entries WHERE account_id = ?", abi.String(acct)); balance != 60 || sum != balance {
+			t.Errorf("balance %d, entries %d, want 60 both", balance, sum)
+		}
+		want := int64(0)
+		if !strings.HasPrefix(url, "file:") {
+			want = int64(len(ids))
+		}
+		if got := e.Stats().Sub(before).Merged; got != want {
+			t.Errorf("%d settlements ran merged, want %d", got, want)
 		}
 	})
 }

@@ -30,6 +30,9 @@ type Stats struct {
 	// the embedded file; statements found in the writer's cache are not
 	// compiled again. Always 0 for a remote server.
 	Prepared int64
+	// Merged is the number of batches that ran merged with others of the
+	// same statement into one (Options.Merge).
+	Merged int64
 }
 
 // Sub returns s minus earlier, field by field.
@@ -41,13 +44,14 @@ func (s Stats) Sub(earlier Stats) Stats {
 		Statements:   s.Statements - earlier.Statements,
 		RoundTrips:   s.RoundTrips - earlier.RoundTrips,
 		Prepared:     s.Prepared - earlier.Prepared,
+		Merged:       s.Merged - earlier.Merged,
 	}
 }
 
 // counters are the Executor's Stats as they are updated: the writer adds,
 // any goroutine may read.
 type counters struct {
-	batches, transactions, retries, statements, roundTrips, prepared atomic.Int64
+	batches, transactions, retries, statements, roundTrips, prepared, merged atomic.Int64
 }
 
 // Stats returns what the executor has done so far. It is safe to call at
@@ -61,5 +65,6 @@ func (e *Executor) Stats() Stats {
 		Statements:   c.statements.Load(),
 		RoundTrips:   c.roundTrips.Load(),
 		Prepared:     c.prepared.Load(),
+		Merged:       c.merged.Load(),
 	}
 }

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"bytes"
 	"math"
 	"testing"
 
@@ -106,21 +105,4 @@ func TestColumnsAndRows(t *testing.T) {
 			t.Errorf("PRAGMA: %v", steps[4].Rows)
 		}
 	})
-}
-
-func sameValue(a, b abi.Value) bool {
-	if a.Kind != b.Kind {
-		return false
-	}
-	switch a.Kind {
-	case abi.Integer:
-		return a.Int == b.Int
-	case abi.Float:
-		return math.Float64bits(a.Float) == math.Float64bits(b.Float)
-	case abi.Text:
-		return a.Str == b.Str
-	case abi.Blob:
-		return bytes.Equal(a.Bytes, b.Bytes)
-	}
-	return true
 }
