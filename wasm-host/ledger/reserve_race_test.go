@@ -138,8 +138,8 @@ func TestReservationsRaceToTheirLimits(t *testing.T) {
 	})
 }
 
-// openMerging opens an executor that merges reservations, as a serving
-// host's does.
+// openMerging opens an executor that merges reservations and settlements,
+// as a serving host's does.
 func openMerging(t testing.TB, url string) *Executor {
 	t.Helper()
 	e, err := OpenWith(testCtx(t), url, "", Options{Merge: ledgerq.MergeableStatements()})
