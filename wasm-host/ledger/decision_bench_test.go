@@ -26,7 +26,7 @@ import (
 // Each row is measured against the others of the same run: serial and
 // parallel8 (8 callers, as a host with 8 warm instances issues them), with
 // the statement cache off (nocache), group commit off (group=1) and
-// reservations never merged (nomerge).
+// reservations and settlements never merged (nomerge).
 //
 //	go test ./wasm-host/ledger -run '^$' -bench Decision -benchtime 2000x
 func BenchmarkDecision(b *testing.B) {
@@ -40,7 +40,7 @@ func BenchmarkDecision(b *testing.B) {
 		idem     bool // every decision carries its own Idempotency-Key
 		tune     tuning
 		embedded bool // only on the embedded file (sqld has no statement cache of ours)
-		noMerge  bool // reservations never merged (Options.Merge unset)
+		noMerge  bool // nothing merged (Options.Merge unset)
 	}{
 		{"serial", 1, false, defaultTuning(), false, false},
 		{"serial/nocache", 1, false, noCache, true, false},

@@ -48,13 +48,8 @@ import (
 // VALUES tuple.
 type mergeable struct {
 	head, tuple, tail string   // the text is head + tuple + tail
-	params            int      // placeholders in the tuple
-	merged            []merged // merged[n]: the statement for n rows, built on first use
-}
-
-type merged struct {
-	sql   string
-	shape shape
+	shape             shape    // the text's
+	texts             []string // texts[n]: the statement for n rows, built on first use
 }
 
 // parseMergeable checks that sql has the form Options.Merge requires: one
@@ -93,34 +88,37 @@ func parseMergeable(sql string) (*mergeable, error) {
 	if !s.returning || !s.insert || s.params != params {
 		return bad("not an INSERT whose only placeholders are its VALUES tuple's")
 	}
-	return &mergeable{head: sql[:open], tuple: tuple, tail: sql[end:], params: params}, nil
+	return &mergeable{head: sql[:open], tuple: tuple, tail: sql[end:], shape: s}, nil
 }
 
-// rows returns the statement for n rows (n >= 2).
-func (m *mergeable) rows(n int) (merged, error) {
-	if n < len(m.merged) && m.merged[n].sql != "" {
-		return m.merged[n], nil
+// job is one job running set's statement with all their rows. Its shape is
+// the one row's with as many placeholders as the rows have: repeating the
+// tuple changes nothing else classify looks at.
+func (m *mergeable) job(set []*job) *job {
+	n := len(set)
+	for len(m.texts) <= n {
+		m.texts = append(m.texts, "")
 	}
-	var b strings.Builder
-	b.Grow(len(m.head) + n*(len(m.tuple)+2) + len(m.tail))
-	b.WriteString(m.head)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
+	if m.texts[n] == "" {
+		var b strings.Builder
+		b.Grow(len(m.head) + n*(len(m.tuple)+2) + len(m.tail))
+		b.WriteString(m.head)
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(m.tuple)
 		}
-		b.WriteString(m.tuple)
+		b.WriteString(m.tail)
+		m.texts[n] = b.String()
 	}
-	b.WriteString(m.tail)
-	sql := b.String()
-	s, err := classify(sql)
-	if err != nil {
-		return merged{}, err
+	args := make([]abi.Value, 0, n*m.shape.params)
+	for _, j := range set {
+		args = append(args, j.steps[0].Args...)
 	}
-	for len(m.merged) <= n {
-		m.merged = append(m.merged, merged{})
-	}
-	m.merged[n] = merged{sql: sql, shape: s}
-	return m.merged[n], nil
+	sh := m.shape
+	sh.params *= n
+	return &job{ctx: context.Background(), steps: []abi.Statement{{SQL: m.texts[n], Args: args}}, shapes: []shape{sh}}
 }
 
 // mergeGroup returns the jobs an attempt runs for group: every set of two
@@ -131,64 +129,42 @@ func (e *Executor) mergeGroup(group []*job) (run []*job, parts [][]*job) {
 	if !e.remote || len(e.merge) == 0 || len(group) < 2 {
 		return group, nil
 	}
-	var sets map[string][]*job
-	for _, j := range group {
-		if m := e.mergeableOf(j); m != "" {
-			if sets == nil {
-				sets = map[string][]*job{}
-			}
-			sets[m] = append(sets[m], j)
-		}
-	}
+	of := make([]*mergeable, len(group))
+	var sets map[*mergeable][]*job
 	merging := false
-	for _, set := range sets {
-		merging = merging || len(set) > 1
+	for i, j := range group {
+		if m := e.mergeableOf(j); m != nil {
+			if sets == nil {
+				sets = map[*mergeable][]*job{}
+			}
+			of[i], sets[m] = m, append(sets[m], j)
+			merging = merging || len(sets[m]) > 1
+		}
 	}
 	if !merging {
 		return group, nil
 	}
 	run, parts = make([]*job, 0, len(group)), make([][]*job, 0, len(group))
-	for _, j := range group {
-		sql := e.mergeableOf(j)
-		set := sets[sql]
-		switch {
+	for i, j := range group {
+		switch set := sets[of[i]]; {
 		case len(set) < 2:
 			run, parts = append(run, j), append(parts, nil)
 		case set[0] == j:
-			mj, err := e.mergedJob(sql, set)
-			if err != nil { // cannot happen for a text parseMergeable accepted
-				run, parts = append(run, set...), append(parts, make([][]*job, len(set))...)
-				continue
-			}
-			run, parts = append(run, mj), append(parts, set)
+			run, parts = append(run, of[i].job(set)), append(parts, set)
 		}
 	}
 	return run, parts
 }
 
-// mergeableOf returns j's statement if j may merge, else "".
-func (e *Executor) mergeableOf(j *job) string {
+// mergeableOf returns the statement j may merge as, or nil.
+func (e *Executor) mergeableOf(j *job) *mergeable {
 	if len(j.steps) != 1 || len(j.steps[0].When) != 0 {
-		return ""
+		return nil
 	}
-	if m := e.merge[j.steps[0].SQL]; m != nil && len(j.steps[0].Args) == m.params {
-		return j.steps[0].SQL
+	if m := e.merge[j.steps[0].SQL]; m != nil && len(j.steps[0].Args) == m.shape.params {
+		return m
 	}
-	return ""
-}
-
-// mergedJob is one job running set's statement with all their rows.
-func (e *Executor) mergedJob(sql string, set []*job) (*job, error) {
-	m := e.merge[sql]
-	st, err := m.rows(len(set))
-	if err != nil {
-		return nil, err
-	}
-	args := make([]abi.Value, 0, len(set)*m.params)
-	for _, j := range set {
-		args = append(args, j.steps[0].Args...)
-	}
-	return &job{ctx: context.Background(), steps: []abi.Statement{{SQL: st.sql, Args: args}}, shapes: []shape{st.shape}}, nil
+	return nil
 }
 
 // split gives each batch of set its rows of the merged statement's result:
