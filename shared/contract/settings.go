@@ -78,7 +78,7 @@ var Settings = []Setting{
 	{Name: "MAIL_URL", Kind: URL, Module: true, Doc: "HTTP mail endpoint for sign-in links"},
 	{Name: "MAIL_API_KEY", Kind: Text, Secret: true, Doc: "the mail endpoint's Bearer token"},
 	{Name: "SERVICE_MAIL_FROM", Kind: Text, Module: true, Doc: "sender address of sign-in mail"},
-	{Name: "GATEWAY_POOL_SIZE", Default: "8", Kind: Int, Min: 1, Doc: "instances per function"},
+	{Name: "GATEWAY_POOL_SIZE", Default: "8", Kind: Int, Min: 1, Doc: "calls running at once per function; up to 4× as many instances, the others waiting on the ledger"},
 	{Name: "GATEWAY_REQUEST_TIMEOUT", Default: "60s", Kind: Duration, Module: true, Doc: "per-request deadline"},
 	{Name: "GATEWAY_FUNCTIONS_DIR", Default: "build/functions", Kind: Text, Doc: "where the function modules are"},
 	{Name: "GATEWAY_DATA_DIR", Default: ".data", Kind: Text, Doc: "compilation cache and dev files"},

@@ -19,6 +19,28 @@ type callState struct {
 	buf       []byte // request encoding, reused
 	result    []byte // last import result, reused
 	pending   []byte // a result too large for the guest's buffer, until take
+
+	// The pool the call runs in, and whether the call holds a run slot
+	// (it gives it back while it waits on the ledger: pool.go).
+	pool    *Function
+	running bool
+}
+
+// park gives back the call's run slot for a wait on the ledger; unpark
+// takes a slot again before the guest goes on. A call whose context ends
+// meanwhile goes on without one: the deadline stops the guest at its next
+// loop (engine.go), and run gives back only a slot it holds.
+func (c *callState) park() {
+	if c.pool != nil && c.running {
+		c.pool.leave()
+		c.running = false
+	}
+}
+
+func (c *callState) unpark(ctx context.Context) {
+	if c.pool != nil && !c.running {
+		c.running = c.pool.enter(ctx) == nil
+	}
 }
 
 type callKey struct{}
@@ -67,7 +89,9 @@ func (e *Engine) instantiateHostModule(ctx context.Context) error {
 		if err != nil {
 			res.Err = err.Error()
 		} else {
+			c.park()
 			res = e.services.Ledger(ctx, &batch)
+			c.unpark(ctx)
 		}
 		c.result = abi.AppendBatchResult(c.result[:0], &res)
 		return c.result

@@ -22,11 +22,23 @@ var ErrOverloaded = errors.New("runtime: no free instance before the deadline")
 // re-entered. The pool size bounds how many calls run at once, not how many
 // requests are in flight: a request waiting on its upstream holds no
 // instance (Handle).
+//
+// A call waiting on the ledger is not running either. Its instance cannot
+// be lent (the guest's stack is in it), but the call gives back its run
+// slot for the wait, as a Go thread in a system call gives back its P, and
+// takes one again before the guest goes on. So up to waitFactor × size
+// instances live, most of them parked in a ledger round trip on sqld or
+// Turso, while at most size calls compute. Before, a parked instance
+// counted as running: on sqld the pool (8) bounded how many batches the
+// ledger's writer could group, and a group's fixed cost (a request and
+// the statements' compilation) was shared by fewer decisions (README,
+// closed16/small/sqld).
 type Function struct {
-	module *Module
-	size   int
-	idle   chan *instance
-	slots  chan struct{} // one token per live instance
+	module  *Module
+	size    int
+	idle    chan *instance
+	slots   chan struct{} // one token per live instance, at most waitFactor × size
+	running chan struct{} // one token per call that is computing, at most size
 
 	created   atomic.Int64
 	discarded atomic.Int64
@@ -44,7 +56,9 @@ func NewFunction(ctx context.Context, m *Module, size, warm int) (*Function, err
 	if size < 1 {
 		return nil, fmt.Errorf("runtime: pool size %d < 1", size)
 	}
-	f := &Function{module: m, size: size, idle: make(chan *instance, size), slots: make(chan struct{}, size)}
+	live := size * waitFactor
+	f := &Function{module: m, size: size, idle: make(chan *instance, live), slots: make(chan struct{}, live),
+		running: make(chan struct{}, size)}
 	for i := 0; i < warm && i < size; i++ {
 		f.slots <- struct{}{}
 		inst, err := f.newInstance(ctx)
@@ -90,9 +104,20 @@ func (f *Function) newInstance(ctx context.Context) (*instance, error) {
 	return inst, nil
 }
 
-// acquire returns an idle instance, creates one while the pool has room, or
-// waits for either until ctx ends.
+// waitFactor bounds the instances a function keeps, as a multiple of the
+// calls that may compute at once: the rest wait on the ledger. Memory stays
+// bounded: waitFactor × size × the recycle size per function.
+const waitFactor = 4
+
+// acquire returns an instance and a run slot for a call, or ErrOverloaded
+// when ctx ends first. It takes the run slot first, then an idle instance or
+// a new one while the pool has room; when it must wait for an instance it
+// gives the slot back meanwhile, because the instances it waits for may be
+// parked in the ledger, and each needs a slot to finish.
 func (f *Function) acquire(ctx context.Context) (*instance, error) {
+	if err := f.enter(ctx); err != nil {
+		return nil, err
+	}
 	select {
 	case inst := <-f.idle:
 		return inst, nil
@@ -105,13 +130,48 @@ func (f *Function) acquire(ctx context.Context) (*instance, error) {
 		inst, err := f.newInstance(ctx)
 		if err != nil {
 			<-f.slots
+			f.leave()
 			return nil, err
 		}
 		return inst, nil
+	default:
+	}
+	f.leave()
+	var inst *instance
+	select {
+	case inst = <-f.idle:
+	case f.slots <- struct{}{}:
+		var err error
+		if inst, err = f.newInstance(ctx); err != nil {
+			<-f.slots
+			return nil, err
+		}
 	case <-ctx.Done():
 		return nil, ErrOverloaded
 	}
+	if err := f.enter(ctx); err != nil {
+		f.idle <- inst // unused: nothing to reset
+		return nil, err
+	}
+	return inst, nil
 }
+
+// enter takes a run slot, leave gives it back.
+func (f *Function) enter(ctx context.Context) error {
+	select {
+	case f.running <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case f.running <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ErrOverloaded
+	}
+}
+
+func (f *Function) leave() { <-f.running }
 
 func (f *Function) release(inst *instance) {
 	f.mu.Lock()
@@ -199,7 +259,12 @@ func (f *Function) run(ctx context.Context, req *abi.Request) (abi.Response, err
 	}
 	c := &inst.state // reused: its buffers grow once and stay
 	c.function, c.requestID = f.module.name, req.RequestID
+	c.pool, c.running = f, true
 	resp, err := inst.call(ctx, c, req)
+	if c.running {
+		f.leave()
+	}
+	c.pool, c.running = nil, false
 	// Counted out before the instance goes back, or the next caller's
 	// count could see it in use twice.
 	f.inUse.Add(-1)

@@ -25,11 +25,17 @@ type fakeServices struct {
 	logs    []abi.LogRecord
 	out     bytes.Buffer
 	configs map[string]int // config import calls by name
+	// ledgerWait, when set before the first call, runs at the start of
+	// every ledger batch: a test holds calls in the ledger with it.
+	ledgerWait func()
 }
 
 func (f *fakeServices) services() Services {
 	return Services{
 		Ledger: func(ctx context.Context, b *abi.Batch) abi.BatchResult {
+			if f.ledgerWait != nil {
+				f.ledgerWait()
+			}
 			var res abi.BatchResult
 			for _, s := range b.Steps {
 				res.Steps = append(res.Steps, abi.StepResult{Executed: true, Columns: []string{"a", "b", "c"}, Rows: [][]abi.Value{s.Args}})
@@ -220,6 +226,122 @@ func TestWaitingForInstanceRespectsDeadline(t *testing.T) {
 	defer cancel()
 	if _, err := f.Handle(ctx, &abi.Request{Path: "/echo"}); !errors.Is(err, ErrOverloaded) {
 		t.Fatalf("err = %v, want ErrOverloaded", err)
+	}
+}
+
+// holdLedger makes every ledger batch of fs wait until release is closed,
+// and reports each batch that reached the ledger on entered.
+func holdLedger(fs *fakeServices) (entered chan struct{}, release chan struct{}) {
+	entered, release = make(chan struct{}, 64), make(chan struct{})
+	fs.ledgerWait = func() {
+		entered <- struct{}{}
+		<-release
+	}
+	return entered, release
+}
+
+func TestCallWaitingOnLedgerLeavesItsRunSlot(t *testing.T) {
+	f, fs := newTestFunction(t, 1)
+	entered, release := holdLedger(fs)
+	parked := make(chan abi.Response, 1)
+	go func() {
+		resp, err := f.Handle(context.Background(), &abi.Request{Path: "/ledger", Body: []byte("x")})
+		if err != nil {
+			t.Error(err)
+		}
+		parked <- resp
+	}()
+	<-entered
+	// The pool runs one call at a time, and one call waits on the ledger:
+	// another call still runs, on a second instance.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := f.Handle(ctx, &abi.Request{Path: "/echo"})
+	if err != nil || resp.Headers.Get("x-echo-path") != "/echo" {
+		t.Fatalf("a call beside one waiting on the ledger: %v %v", resp.Headers, err)
+	}
+	close(release)
+	if got := <-parked; string(got.Body) != `{"err":"","int":-42,"textSame":true,"blobSame":true}` {
+		t.Fatalf("the parked call answered %s", got.Body)
+	}
+	if st := f.Stats(); st.Created != 2 {
+		t.Fatalf("created %d instances, want 2", st.Created)
+	}
+}
+
+func TestParkedInstancesAreBounded(t *testing.T) {
+	f, fs := newTestFunction(t, 1)
+	entered, release := holdLedger(fs)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	for i := 0; i < waitFactor; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := f.Handle(context.Background(), &abi.Request{Path: "/ledger"}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for i := 0; i < waitFactor; i++ {
+		<-entered
+	}
+	// Every instance the pool may keep is parked: the next call waits for
+	// one, until its deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := f.Handle(ctx, &abi.Request{Path: "/echo"}); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("a call past %d parked instances: err = %v, want ErrOverloaded", waitFactor, err)
+	}
+	if st := f.Stats(); st.Created != waitFactor {
+		t.Fatalf("created %d instances, want %d", st.Created, waitFactor)
+	}
+	close(release)
+	released = true
+	wg.Wait()
+	// Once they are back, calls find them idle.
+	call(t, f, abi.Request{Path: "/echo"})
+	if st := f.Stats(); st.Created != waitFactor {
+		t.Fatalf("created %d instances after the wait, want %d", st.Created, waitFactor)
+	}
+}
+
+func TestUnparkedCallWaitsForTheRunSlot(t *testing.T) {
+	f, fs := newTestFunction(t, 1)
+	entered, release := holdLedger(fs)
+	parked := make(chan time.Time, 1)
+	go func() {
+		if _, err := f.Handle(context.Background(), &abi.Request{Path: "/ledger"}); err != nil {
+			t.Error(err)
+		}
+		parked <- time.Now()
+	}()
+	<-entered
+	// A second call takes the run slot and holds it for 300 ms.
+	sleeping := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(sleeping)
+		f.Handle(context.Background(), &abi.Request{Path: "/sleep", Query: "ms=300"})
+	}()
+	defer func() { <-sleeping }()
+	for deadline := time.Now().Add(10 * time.Second); f.Stats().InUse < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatal("no second call ran while one waited on the ledger")
+		}
+	}
+	// The parked call's batch is answered: it goes on only once the
+	// sleeper has left the slot, at least 300 ms after the sleeper began.
+	close(release)
+	if done := <-parked; done.Sub(start) < 300*time.Millisecond {
+		t.Fatalf("the unparked call finished %v after the sleeper began, within its 300 ms", done.Sub(start))
 	}
 }
 

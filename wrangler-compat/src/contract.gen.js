@@ -223,7 +223,7 @@ export const SETTINGS = Object.freeze([
     "default": "8",
     "kind": "int",
     "min": 1,
-    "doc": "instances per function",
+    "doc": "calls running at once per function; up to 4× as many instances, the others waiting on the ledger",
     "rule": "a whole number ≥ 1"
   },
   {
