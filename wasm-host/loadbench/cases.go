@@ -92,6 +92,9 @@ func (b *bench) runCase(c benchCase, gw *process, keys []string) {
 		// Enough answers per client that the first and last (started
 		// together, answered together) do not dominate.
 		l.dur = max(2*b.duration, 5*c.latency)
+		if b.stagger {
+			l.stagger = c.latency
+		}
 	}
 	sides := []struct {
 		name string

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestCaseLineReportsCPUPerAnswer: the line gives the medians of each
@@ -61,5 +66,41 @@ func TestRatioNearItsTargetShowsWhichSide(t *testing.T) {
 		if got := fmtRatio(c.r, c.target, c.decimals); got != c.want {
 			t.Errorf("fmtRatio(%v, %v, %d) = %q, want %q", c.r, c.target, c.decimals, got, c.want)
 		}
+	}
+}
+
+func TestStaggeredClientsStartSpread(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		first []time.Time
+		seen  = map[string]bool{}
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if id := r.Header.Get("Authorization"); !seen[id] {
+			seen[id] = true
+			first = append(first, time.Now())
+		}
+		mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+	}))
+	defer srv.Close()
+	const conns = 4
+	start := time.Now()
+	l := load{url: srv.URL, keys: []string{"k0", "k1", "k2", "k3"}, body: []byte("{}"), dur: 600 * time.Millisecond, grace: time.Second, stagger: 400 * time.Millisecond}
+	r := closedLoop(&l, conns)
+	if len(r.samples) == 0 {
+		t.Fatal("no requests")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(first) != conns {
+		t.Fatalf("%d clients' first requests, want %d", len(first), conns)
+	}
+	slices.SortFunc(first, func(a, b time.Time) int { return a.Compare(b) })
+	// Client i starts no sooner than i/conns of the stagger: the last of
+	// four no sooner than 300 ms after the run began.
+	if d := first[conns-1].Sub(start); d < 300*time.Millisecond {
+		t.Fatalf("the last client started %v after the run, want at least 300ms", d)
 	}
 }

@@ -29,6 +29,11 @@ type load struct {
 	// grace is how long requests still in flight at dur may finish; those
 	// left after it are cut (cancelled) and counted as unfinished.
 	grace time.Duration
+	// stagger, in a closed loop, starts client i at i/conns of it rather
+	// than every client at once. With an upstream whose latency never
+	// varies, clients that start together stay in step for the whole run:
+	// every second the same herd reaches the gateway's one ledger writer.
+	stagger time.Duration
 }
 
 // sample is one request's outcome.
@@ -95,9 +100,10 @@ func closedLoop(l *load, conns int) run {
 	)
 	for i := 0; i < conns; i++ {
 		wg.Add(1)
-		go func(key string) {
+		go func(key string, delay time.Duration) {
 			defer wg.Done()
 			var mine []sample
+			time.Sleep(delay)
 			for time.Now().Before(deadline) && cutCtx.Err() == nil {
 				s := do(c, cutCtx, l, key, time.Now())
 				mine = append(mine, s)
@@ -106,7 +112,7 @@ func closedLoop(l *load, conns int) run {
 			mu.Lock()
 			all = append(all, mine...)
 			mu.Unlock()
-		}(l.keys[i%len(l.keys)])
+		}(l.keys[i%len(l.keys)], l.stagger*time.Duration(i)/time.Duration(conns))
 	}
 	wg.Wait()
 	return run{samples: all, elapsed: time.Duration(lastEnd.Load())}

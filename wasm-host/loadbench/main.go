@@ -41,6 +41,9 @@ type bench struct {
 	payloads    map[string][]byte
 	peaks       map[string]int64 // peak RSS per process over the run
 	sqldPID     int              // the ledger's server, when it is sqld
+	// stagger spreads a slow-upstream case's closed-loop clients over one
+	// upstream latency instead of starting them together (-stagger).
+	stagger bool
 }
 
 func main() {
@@ -69,6 +72,7 @@ func benchmark(args []string) error {
 	workers := fs.Bool("workers", false, "also run the Workers case on wrangler dev (needs scripts/install-node-tools.sh)")
 	verbose := fs.Bool("v", false, "print every round")
 	keep := fs.Bool("keep", false, "keep the temporary directory (logs, ledgers)")
+	stagger := fs.Bool("stagger", false, "start the 1 s upstream case's clients spread over one upstream latency, not together: a steady state instead of a herd that the fake upstream's exact latency keeps in step")
 	gatewayBin := fs.String("gateway", "bin/gateway", "the gateway binary (make build)")
 	functions := fs.String("functions", "build/functions", "the function modules (make build)")
 	if err := fs.Parse(args); err != nil {
@@ -82,7 +86,7 @@ func benchmark(args []string) error {
 		return fmt.Errorf("-rounds and -accounts must be at least 1, -duration positive")
 	}
 	b := &bench{rounds: *rounds, duration: *duration, warmup: *warmup, accounts: *accounts, verbose: *verbose, busyRetries: *busyRetries,
-		out: os.Stdout, payloads: map[string][]byte{}, peaks: map[string]int64{}}
+		stagger: *stagger, out: os.Stdout, payloads: map[string][]byte{}, peaks: map[string]int64{}}
 	if *quick {
 		b.rounds, b.duration, b.warmup = 1, time.Second, 200*time.Millisecond
 	}
@@ -239,8 +243,12 @@ func (b *bench) header(payloads []payload) {
 	fmt.Fprintf(b.out, "loadbench %s: commit %s%s, %d CPUs, %s, load average %s, GATEWAY_POOL_SIZE=%s\n",
 		time.Now().UTC().Format(time.RFC3339), strings.TrimSpace(string(commit)), state, runtime.NumCPU(), cpuModel(),
 		loadAverage(), orDefault(os.Getenv("GATEWAY_POOL_SIZE")))
-	fmt.Fprintf(b.out, "rounds %d × %s per side (1 s upstream: %s), warm-up %s, %d accounts;",
-		b.rounds, b.duration, max(2*b.duration, 5*slowLatency), b.warmup, b.accounts)
+	starts := "together"
+	if b.stagger {
+		starts = "spread over 1 s"
+	}
+	fmt.Fprintf(b.out, "rounds %d × %s per side (1 s upstream: %s, clients start %s), warm-up %s, %d accounts;",
+		b.rounds, b.duration, max(2*b.duration, 5*slowLatency), starts, b.warmup, b.accounts)
 	for _, p := range payloads {
 		fmt.Fprintf(b.out, " %s %d B", p.Name, len(p.Body))
 	}
