@@ -245,7 +245,7 @@ func (b *bench) header(payloads []payload) {
 		loadAverage(), orDefault(os.Getenv("GATEWAY_POOL_SIZE")))
 	starts := "together"
 	if b.stagger {
-		starts = "spread over 1 s"
+		starts = "spread over " + slowLatency.String()
 	}
 	fmt.Fprintf(b.out, "rounds %d × %s per side (1 s upstream: %s, clients start %s), warm-up %s, %d accounts;",
 		b.rounds, b.duration, max(2*b.duration, 5*slowLatency), starts, b.warmup, b.accounts)

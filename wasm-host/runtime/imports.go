@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"crypto/sha256"
-	"time"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -39,20 +38,8 @@ func (c *callState) park() {
 }
 
 func (c *callState) unpark(ctx context.Context) {
-	if c.pool == nil || c.running {
-		return
-	}
-	select {
-	case c.pool.running <- struct{}{}:
-		c.running = true
-		return
-	default:
-	}
-	// Waiting for a slot is queueing, not the function's time (Timing).
-	start := time.Now()
-	c.running = c.pool.enter(ctx) == nil
-	if t := timingFrom(ctx); t != nil {
-		t.queue.Add(int64(time.Since(start)))
+	if c.pool != nil && !c.running {
+		c.running = c.pool.reenter(ctx)
 	}
 }
 

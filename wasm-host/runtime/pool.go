@@ -61,9 +61,8 @@ func NewFunction(ctx context.Context, m *Module, size, warm int) (*Function, err
 		running: make(chan struct{}, size)}
 	for i := 0; i < warm && i < size; i++ {
 		f.slots <- struct{}{}
-		inst, err := f.newInstance(ctx)
+		inst, err := f.create(ctx)
 		if err != nil {
-			<-f.slots
 			return nil, err
 		}
 		f.idle <- inst
@@ -127,13 +126,11 @@ func (f *Function) acquire(ctx context.Context) (*instance, error) {
 	case inst := <-f.idle:
 		return inst, nil
 	case f.slots <- struct{}{}:
-		inst, err := f.newInstance(ctx)
+		inst, err := f.create(ctx)
 		if err != nil {
-			<-f.slots
 			f.leave()
-			return nil, err
 		}
-		return inst, nil
+		return inst, err
 	default:
 	}
 	f.leave()
@@ -142,8 +139,7 @@ func (f *Function) acquire(ctx context.Context) (*instance, error) {
 	case inst = <-f.idle:
 	case f.slots <- struct{}{}:
 		var err error
-		if inst, err = f.newInstance(ctx); err != nil {
-			<-f.slots
+		if inst, err = f.create(ctx); err != nil {
 			return nil, err
 		}
 	case <-ctx.Done():
@@ -156,12 +152,30 @@ func (f *Function) acquire(ctx context.Context) (*instance, error) {
 	return inst, nil
 }
 
-// enter takes a run slot, leave gives it back.
-func (f *Function) enter(ctx context.Context) error {
+// create makes an instance for a live-instance token the caller took, and
+// gives the token back when it cannot.
+func (f *Function) create(ctx context.Context) (*instance, error) {
+	inst, err := f.newInstance(ctx)
+	if err != nil {
+		<-f.slots
+	}
+	return inst, err
+}
+
+// tryEnter takes a run slot if one is free, enter waits for one until ctx
+// ends, and leave gives it back.
+func (f *Function) tryEnter() bool {
 	select {
 	case f.running <- struct{}{}:
-		return nil
+		return true
 	default:
+		return false
+	}
+}
+
+func (f *Function) enter(ctx context.Context) error {
+	if f.tryEnter() {
+		return nil
 	}
 	select {
 	case f.running <- struct{}{}:
@@ -172,6 +186,20 @@ func (f *Function) enter(ctx context.Context) error {
 }
 
 func (f *Function) leave() { <-f.running }
+
+// reenter takes a run slot for a call back from the ledger (imports.go).
+// Waiting for it is queueing, not the function's time (Timing).
+func (f *Function) reenter(ctx context.Context) bool {
+	if f.tryEnter() {
+		return true
+	}
+	start := time.Now()
+	err := f.enter(ctx)
+	if t := timingFrom(ctx); t != nil {
+		t.queue.Add(int64(time.Since(start)))
+	}
+	return err == nil
+}
 
 func (f *Function) release(inst *instance) {
 	f.mu.Lock()
