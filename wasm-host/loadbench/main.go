@@ -22,6 +22,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"decisiongateway/testkit/netdelay"
 )
 
 // bench is one run's shared state.
@@ -44,6 +46,9 @@ type bench struct {
 	// stagger spreads a slow-upstream case's closed-loop clients over one
 	// upstream latency instead of starting them together (-stagger).
 	stagger bool
+	// ledgerRTT is the round trip added between the gateway and sqld
+	// (-ledger-rtt): a relay in front of sqld holds each direction for half.
+	ledgerRTT time.Duration
 }
 
 func main() {
@@ -73,6 +78,7 @@ func benchmark(args []string) error {
 	verbose := fs.Bool("v", false, "print every round")
 	keep := fs.Bool("keep", false, "keep the temporary directory (logs, ledgers)")
 	stagger := fs.Bool("stagger", false, "start the 1 s upstream case's clients spread over one upstream latency, not together: a steady state instead of a herd that the fake upstream's exact latency keeps in step")
+	ledgerRTT := fs.Duration("ledger-rtt", 0, "round-trip time added between the gateway and sqld, half each way, by a relay in front of sqld: a ledger in another zone or region (sqld cases only)")
 	gatewayBin := fs.String("gateway", "bin/gateway", "the gateway binary (make build)")
 	functions := fs.String("functions", "build/functions", "the function modules (make build)")
 	if err := fs.Parse(args); err != nil {
@@ -82,11 +88,11 @@ func benchmark(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *rounds < 1 || *accounts < 1 || *duration <= 0 {
-		return fmt.Errorf("-rounds and -accounts must be at least 1, -duration positive")
+	if *rounds < 1 || *accounts < 1 || *duration <= 0 || *ledgerRTT < 0 {
+		return fmt.Errorf("-rounds and -accounts must be at least 1, -duration positive, -ledger-rtt not negative")
 	}
 	b := &bench{rounds: *rounds, duration: *duration, warmup: *warmup, accounts: *accounts, verbose: *verbose, busyRetries: *busyRetries,
-		stagger: *stagger, out: os.Stdout, payloads: map[string][]byte{}, peaks: map[string]int64{}}
+		stagger: *stagger, ledgerRTT: *ledgerRTT, out: os.Stdout, payloads: map[string][]byte{}, peaks: map[string]int64{}}
 	if *quick {
 		b.rounds, b.duration, b.warmup = 1, time.Second, 200*time.Millisecond
 	}
@@ -184,6 +190,14 @@ func (b *bench) runLedger(kind string, cases []benchCase, spec func(string, *led
 	b.sqldPID = 0
 	if led.sqld != nil {
 		b.sqldPID = led.sqld.PID
+		if b.ledgerRTT > 0 {
+			relay, err := netdelay.Start(led.url, b.ledgerRTT/2)
+			if err != nil {
+				return err
+			}
+			defer relay.Close()
+			led.url = relay.URL
+		}
 	}
 	s := spec("gateway-"+kind, led)
 	// Each case gets accounts of its own: a request cut at the end of a run
@@ -247,8 +261,12 @@ func (b *bench) header(payloads []payload) {
 	if b.stagger {
 		starts = "spread over " + slowLatency.String()
 	}
-	fmt.Fprintf(b.out, "rounds %d × %s per side (1 s upstream: %s, clients start %s), warm-up %s, %d accounts;",
-		b.rounds, b.duration, max(2*b.duration, 5*slowLatency), starts, b.warmup, b.accounts)
+	ledger := ""
+	if b.ledgerRTT > 0 {
+		ledger = ", sqld " + b.ledgerRTT.String() + " round trip away"
+	}
+	fmt.Fprintf(b.out, "rounds %d × %s per side (1 s upstream: %s, clients start %s%s), warm-up %s, %d accounts;",
+		b.rounds, b.duration, max(2*b.duration, 5*slowLatency), starts, ledger, b.warmup, b.accounts)
 	for _, p := range payloads {
 		fmt.Fprintf(b.out, " %s %d B", p.Name, len(p.Body))
 	}
