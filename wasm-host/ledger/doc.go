@@ -37,6 +37,20 @@
 //     the translation cannot express exactly still run interactively. The
 //     messages are written and read without reflection (hranajson.go):
 //     encoding/json was half of the writer's CPU per request.
+//   - Requests in flight on a far server's WebSocket. When pings put the
+//     server a millisecond or more away (another zone, a Turso region),
+//     the writer writes the next group's request without waiting for the
+//     answer to the one before, up to four (group.go, pipelineDepth), so a
+//     batch waits for its own round trip and not also for the group ahead.
+//     sqld runs a stream's requests in order. A request written behind
+//     another is always a transaction, so that nothing of it can run inside
+//     one the request ahead left open; a group that did not succeed is
+//     settled after the answers behind it are in, so its retries run with
+//     nothing in flight, as they would without pipelining (land). On a
+//     server nearby the writer waits for each answer: its groups grow
+//     meanwhile, and sqld's fixed cost per request is most of what a
+//     decision costs it. Measured with loadbench -ledger-rtt: README, "Load
+//     benchmark".
 //   - Merged statements on a remote server. sqld compiles every statement
 //     of every request, and compiling is most of what a decision costs it,
 //     so a group's batches that are each the same one statement

@@ -15,21 +15,179 @@ import (
 // write is the executor's single writer. It takes the first queued batch,
 // adds whatever else is already queued (group commit), and runs them in one
 // transaction, until Close.
+//
+// On a far server's WebSocket (depth) it does not wait for a group's
+// answer before writing the next: up to pipelineDepth groups are in flight,
+// and answers are settled oldest first. A group that did not simply succeed is
+// settled only after the answers of those written behind it are in (land),
+// so every retry is written on a stream with nothing else in flight, as
+// without pipelining.
 func (e *Executor) write() {
 	defer close(e.stopped)
 	defer e.closeConn()
 	e.warm()
+	var flying []*flight
 	for {
 		var first *job
-		select {
-		case first = <-e.queue:
-		case <-e.closing:
-			return
+		if len(flying) == 0 {
+			select {
+			case first = <-e.queue:
+			case <-e.closing:
+				return
+			}
+		} else if flying[0].call == nil {
+			// Writing it failed: its outcome is already known.
+			flying = e.land(flying, false)
+			continue
+		} else {
+			ws := flying[0].call.ws
+			var queue <-chan *job
+			if len(flying) < e.depth() {
+				queue = e.queue
+			}
+			select {
+			case first = <-queue:
+			case raw := <-ws.msgs:
+				ws.keep(raw)
+				flying = e.land(flying, false)
+				continue
+			case <-ws.dead:
+				flying = e.land(flying, true)
+				continue
+			case <-e.closing:
+				e.land(flying, true)
+				return
+			}
 		}
-		if group := e.gather(first); len(group) > 0 {
-			e.commit(group)
+		group := dropExpired(e.gather(first))
+		if len(group) == 0 {
+			continue
+		}
+		if f := e.launch(group, len(flying) > 0); f != nil {
+			flying = append(flying, f)
+			continue
+		}
+		flying = e.land(flying, true)
+		e.commit(group)
+	}
+}
+
+// pipelineDepth is how many groups the writer keeps written and not yet
+// answered on a far server (hranaClient.far): while one group's request
+// travels, the next ones go out instead of waiting for its answer. sqld
+// runs a stream's requests one after another either way. On a server
+// nearby the writer waits for each answer (depth 1): its groups are larger
+// while it waits, and sqld's fixed cost per request is most of a decision's
+// (README, "Load benchmark": with sqld on the same machine, pipelining took
+// closed16/small/sqld from 0.19x to 0.14-0.16x; 2 ms away, it took
+// open300/small/sqld's added p50 from +15 ms to +8.6-10.4 ms with four in
+// flight, +11.4 ms with two).
+const pipelineDepth = 4
+
+// depth is how many groups may be in flight now: the tuning's when it sets
+// one, else pipelineDepth on a far server and 1 otherwise.
+func (e *Executor) depth() int {
+	switch {
+	case e.pipeline > 0:
+		return e.pipeline
+	case e.hrana != nil && e.hrana.far():
+		return pipelineDepth
+	}
+	return 1
+}
+
+// flight is a group whose request is written and whose answer is not yet
+// settled.
+type flight struct {
+	group, run []*job
+	parts      [][]*job
+	plan       *remotePlan
+	call       *wsCall // nil when writing it failed: sendErr
+	sendErr    error
+	ctx        context.Context
+	cancel     context.CancelFunc
+}
+
+// launch writes group's request on the WebSocket without waiting for its
+// answer, when the group can go that way: a remote server spoken to over a
+// WebSocket, every batch translatable into one request. behind says that
+// another request is still unanswered, which makes this one a transaction
+// even for a lone statement (translateIn). It returns nil when the group
+// must be committed the ordinary way instead, nothing of it having been
+// sent.
+func (e *Executor) launch(group []*job, behind bool) *flight {
+	if e.hrana == nil || e.hrana.wsURL == "" || e.depth() < 2 {
+		return nil
+	}
+	for _, j := range group {
+		if _, _, ok := needs(j); !ok {
+			return nil
 		}
 	}
+	run, parts := e.mergeGroup(group)
+	p, ok := translateIn(run, behind)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), txTimeout)
+	f := &flight{group: group, run: run, parts: parts, plan: p, ctx: ctx, cancel: cancel}
+	call, err := e.hrana.wsSend(ctx, p.steps)
+	switch {
+	case err == nil:
+		f.call = call
+	case errors.Is(err, errNoWebSocket):
+		e.hrana.wsURL = "" // the HTTP pipeline from now on (hrana.batch)
+		cancel()
+		return nil
+	case errors.Is(err, errNotSent) || isDial(err):
+		cancel()
+		return nil
+	default:
+		f.sendErr = err // written in part, perhaps: its outcome is unknown
+	}
+	if behind {
+		e.counters.pipelined.Add(1)
+	}
+	return f
+}
+
+// land settles flights, oldest first: those whose answer is already in, or
+// with all every one, waiting for them. A flight that did not succeed is
+// settled after the answers of every flight behind it have been read, so
+// that its retries (commitFrom) find no request in flight.
+func (e *Executor) land(flying []*flight, all bool) []*flight {
+	for len(flying) > 0 {
+		f := flying[0]
+		if f.call != nil && !all && !f.call.answered() {
+			return flying
+		}
+		flying = flying[1:]
+		a := e.answer(f)
+		if a.err == nil {
+			e.commitFrom(f.group, f.run, f.parts, &a)
+			continue
+		}
+		rest := make([]attempt, len(flying))
+		for i, g := range flying {
+			rest[i] = e.answer(g)
+		}
+		e.commitFrom(f.group, f.run, f.parts, &a)
+		for i, g := range flying {
+			e.commitFrom(g.group, g.run, g.parts, &rest[i])
+		}
+		return nil
+	}
+	return flying
+}
+
+// answer takes f's answer and reads it as an attempt.
+func (e *Executor) answer(f *flight) attempt {
+	defer f.cancel()
+	if f.call == nil {
+		return e.interpret(f.run, f.plan, nil, f.sendErr)
+	}
+	res, err := e.hrana.wsTake(f.ctx, f.call)
+	return e.interpret(f.run, f.plan, res, err)
 }
 
 // warm compiles Options.Prepare into the statement cache before the
@@ -119,29 +277,44 @@ func transportBackoffCap(patience time.Duration) time.Duration {
 
 // commit runs a group until every batch in it has an outcome.
 func (e *Executor) commit(group []*job) {
+	if e.hrana != nil && len(group) > 1 {
+		group = e.commitUntranslatable(group)
+	}
+	e.commitFrom(group, nil, nil, nil)
+}
+
+// commitFrom is commit for a group whose first attempt, when given (a
+// pipelined flight's answer), was run as run with parts (mergeGroup).
+func (e *Executor) commitFrom(group, firstRun []*job, firstParts [][]*job, first *attempt) {
 	var (
 		bo         backoff
 		tbo        = backoff{limit: transportBackoffCap(e.patience)}
 		start      = time.Now()
 		transports = 0
 	)
-	if e.hrana != nil && len(group) > 1 {
-		group = e.commitUntranslatable(group)
-	}
 	unmerged := false // after a merged statement failed (merge.go)
 	for attempts := 0; ; attempts++ {
-		group = dropExpired(group)
-		if len(group) == 0 {
-			return
+		var (
+			run   []*job
+			parts [][]*job
+			a     attempt
+		)
+		if attempts == 0 && first != nil {
+			run, parts, a = firstRun, firstParts, *first
+		} else {
+			group = dropExpired(group)
+			if len(group) == 0 {
+				return
+			}
+			if attempts > 0 {
+				e.counters.retries.Add(1)
+			}
+			run, parts = group, nil
+			if !unmerged {
+				run, parts = e.mergeGroup(group)
+			}
+			a = e.attempt(run)
 		}
-		if attempts > 0 {
-			e.counters.retries.Add(1)
-		}
-		run, parts := group, [][]*job(nil)
-		if !unmerged {
-			run, parts = e.mergeGroup(group)
-		}
-		a := e.attempt(run)
 		if a.err != nil && isRefused(a.err) {
 			// The server refused the request before running any of it, even
 			// one that carried a COMMIT or a lone write: retry it like a

@@ -18,7 +18,7 @@ func TestGroupCommitSharesOneTransaction(t *testing.T) {
 	const queued = 10
 	eachBackend(t, func(t *testing.T, url string) {
 		remote := !strings.HasPrefix(url, "file:")
-		e := openT(t, url)
+		e := openLockstep(t, url)
 		run(t, e, stmt("CREATE TABLE t (k INTEGER)"))
 		run(t, e, stmt("INSERT INTO t VALUES (0)"))
 

@@ -74,12 +74,33 @@ func when(s abi.Statement, conds ...abi.Cond) abi.Statement {
 
 func batchOf(steps ...abi.Statement) *abi.Batch { return &abi.Batch{Steps: steps} }
 
+// lockstep is the default tuning without pipelining: queueBehindLock's
+// batches must wait in the queue, where a pipelining writer would send the
+// first of them behind the probe.
+func lockstep() tuning {
+	t := defaultTuning()
+	t.pipeline = 1
+	return t
+}
+
+// openLockstep is openT without pipelining, for tests that make groups
+// form behind a held write lock.
+func openLockstep(t testing.TB, url string) *Executor {
+	t.Helper()
+	e, err := open(testCtx(t), url, "", Options{Create: true}, lockstep())
+	if err != nil {
+		t.Fatalf("Open(%s): %v", url, err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
 // queueBehindLock holds the write lock from another connection while each
 // host's writer waits on a write of its own and send starts the batches
 // (on wg), until queued batches wait in the hosts' queues; then it lets go
 // and waits for wg. So the queued batches reach each writer as one group.
-// The ledger must have the table queue_probe (probeTable) for the writers'
-// own writes.
+// The hosts must be opened without pipelining (lockstep). The ledger must
+// have the table queue_probe (probeTable) for the writers' own writes.
 func queueBehindLock(t *testing.T, url string, hosts []*Executor, queued int, send func(wg *sync.WaitGroup)) {
 	t.Helper()
 	release := holdWriteLock(t, url)

@@ -44,6 +44,10 @@ type hranaClient struct {
 	// goes to the pipeline endpoint.
 	wsURL string
 	ws    *hranaWS // the open connection, nil when none
+	// rtt is the shortest WebSocket ping round trip measured so far
+	// (nanoseconds; 0 before the first): how far the server is, without
+	// its time to run a batch (far).
+	rtt atomic.Int64
 
 	trips *atomic.Int64 // counts requests sent (Stats.RoundTrips); may be nil
 
@@ -179,8 +183,11 @@ func (c *hranaClient) reset() {
 }
 
 // close ends the kept stream, if any, so the server can free it at once.
+// The writer has taken every answer due by then.
 func (c *hranaClient) close() {
-	c.dropWS()
+	if c.ws != nil {
+		c.lose(c.ws)
+	}
 	if c.baton == "" {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -31,6 +32,16 @@ import (
 // every message, so a connection the server closed while idle is noticed
 // before the next batch is written to it, as Go's HTTP transport notices a
 // closed keep-alive connection.
+//
+// Pipelining: the writer may write a group's request while an earlier one
+// is still unanswered (group.go, pipelineDepth). sqld runs a stream's
+// requests one after another, in order, and answers each by its request
+// id; answers that arrive for another call than the one being waited for
+// are kept until that call is taken. A connection whose state became
+// unknown (a refused request, an answer that does not fit) while other
+// answers are still due on it is retired: nothing more is written on it,
+// and it is dropped once the last due answer has been read, so that those
+// requests, already run or refused by the server, keep their outcomes.
 
 // errNoWebSocket: the server answered the upgrade over HTTP; use the
 // pipeline endpoint.
@@ -42,16 +53,47 @@ const wsReadLimit = 256 << 20
 
 // hranaWS is one WebSocket connection with stream 1 open on it.
 type hranaWS struct {
-	conn *websocket.Conn
-	msgs chan []byte   // messages, from the reader goroutine
-	dead chan struct{} // closed when the reader stops; err says why
-	err  error
-	done chan struct{} // closed by drop: the reader stops delivering
-	next int64         // the next request id
-	used time.Time     // when the server last answered
+	conn    *websocket.Conn
+	msgs    chan []byte   // messages, from the reader goroutine
+	dead    chan struct{} // closed when the reader stops; err says why
+	err     error
+	done    chan struct{} // closed by drop: the reader stops delivering
+	dropped sync.Once
+	next    int64     // the next request id
+	used    time.Time // when the server last answered
 
 	parser fastjson.Parser // reads messages (hranajson.go)
 	buf    []byte          // the last request, kept for the next
+
+	due     int              // requests written whose answer has not been taken
+	kept    map[int64][]byte // answers read while waiting for another, by request id
+	retired bool             // nothing more is written; dropped when due reaches 0
+}
+
+// wsCall is one request written on a connection, its answer still to take.
+type wsCall struct {
+	ws    *hranaWS
+	id    int64
+	steps []hranaStep
+}
+
+// keep stores an answer read while another was awaited. A message that is
+// not an answer to a request, or cannot be read, is not kept.
+func (ws *hranaWS) keep(raw []byte) {
+	m, err := parseWSMessage(&ws.parser, raw)
+	if err != nil || (m.Type != "response_ok" && m.Type != "response_error") {
+		return
+	}
+	if ws.kept == nil {
+		ws.kept = map[int64][]byte{}
+	}
+	ws.kept[m.RequestID] = raw
+}
+
+// answered reports whether call's answer has been read already.
+func (call *wsCall) answered() bool {
+	_, ok := call.ws.kept[call.id]
+	return ok
 }
 
 // wsServerMsg is a message from the server (hranajson.go reads it).
@@ -111,7 +153,61 @@ func (c *hranaClient) dialWS(ctx context.Context) (*hranaWS, error) {
 		}
 	}
 	ws.next, ws.used = 1, time.Now()
+	go c.measure(ws)
 	return ws, nil
+}
+
+// farRTT is the ping round trip from which the writer pipelines (far):
+// a server in another zone or region rather than beside the host. On the
+// same machine a ping takes tens of microseconds.
+const farRTT = time.Millisecond
+
+// measure pings the server a few times when a connection opens and keeps
+// the shortest round trip seen since the executor opened: a busy host (or
+// a busy server) can take longer than the network to answer a ping, never
+// shorter, so one quick answer shows a server nearby for good, and a far
+// one never gives one. It runs beside the batches rather than before the
+// first, which would otherwise wait a round trip more; the connection's
+// reader takes the pongs.
+func (c *hranaClient) measure(ws *hranaWS) {
+	for i := range pings {
+		if i > 0 {
+			select {
+			case <-ws.done:
+				return
+			case <-time.After(pingGap):
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		start := time.Now()
+		err := ws.conn.Ping(ctx)
+		cancel()
+		if err != nil {
+			return
+		}
+		d := int64(time.Since(start))
+		for {
+			old := c.rtt.Load()
+			if (old != 0 && old <= d) || c.rtt.CompareAndSwap(old, d) {
+				break
+			}
+		}
+	}
+}
+
+// How the distance is measured (measure): pings per new connection, and
+// the time between them.
+const (
+	pings   = 4
+	pingGap = 20 * time.Millisecond
+)
+
+// far reports whether the server was measured a round trip of farRTT or
+// more away: then waiting for one group's answer before writing the next
+// costs more than the larger groups it gathers save.
+func (c *hranaClient) far() bool {
+	d := c.rtt.Load()
+	return d != 0 && time.Duration(d) >= farRTT
 }
 
 // read delivers the connection's messages until it fails or is dropped.
@@ -158,25 +254,50 @@ func (ws *hranaWS) alive() bool {
 }
 
 // drop closes the connection without a handshake; the server rolls back
-// whatever the stream left open.
+// whatever the stream left open. Each call still due on it fails on its
+// own, so it may be dropped more than once.
 func (ws *hranaWS) drop() {
-	close(ws.done)
-	_ = ws.conn.CloseNow()
+	ws.dropped.Do(func() {
+		close(ws.done)
+		_ = ws.conn.CloseNow()
+	})
 }
 
-// dropWS forgets the connection.
+// dropWS forgets the connection. One with answers still due on it is only
+// retired: it is dropped when the last of them has been taken.
 func (c *hranaClient) dropWS() {
-	if c.ws != nil {
-		c.ws.drop()
-		c.ws = nil
+	if c.ws == nil {
+		return
 	}
+	if c.ws.due > 0 {
+		c.ws.retired = true
+		return
+	}
+	c.ws.drop()
+	c.ws = nil
 }
 
 // wsBatch runs steps as one batch on the kept connection's stream, opening
 // a connection first when there is none (or the last one ended or idled).
 func (c *hranaClient) wsBatch(ctx context.Context, steps []hranaStep) (*hranaBatchResult, error) {
-	if c.ws != nil && (!c.ws.alive() || time.Since(c.ws.used) > streamIdle) {
+	call, err := c.wsSend(ctx, steps)
+	if err != nil {
+		return nil, err
+	}
+	return c.wsTake(ctx, call)
+}
+
+// wsSend writes steps as one batch request on the kept connection, opening
+// one when there is none, or when the kept one has no answer due and ended,
+// idled or was retired. Its answer is taken with wsTake.
+func (c *hranaClient) wsSend(ctx context.Context, steps []hranaStep) (*wsCall, error) {
+	if c.ws != nil && c.ws.due == 0 && (c.ws.retired || !c.ws.alive() || time.Since(c.ws.used) > streamIdle) {
 		c.dropWS()
+	}
+	if c.ws != nil && c.ws.retired {
+		// Answers are still due on a connection whose state is unknown: the
+		// caller takes them before writing more.
+		return nil, fmt.Errorf("%w: hrana: the connection is being retired", errNotSent)
 	}
 	if c.ws == nil {
 		ws, err := c.dialWS(ctx)
@@ -195,37 +316,76 @@ func (c *hranaClient) wsBatch(ctx context.Context, steps []hranaStep) (*hranaBat
 	}
 	c.trip()
 	if err := ws.conn.Write(ctx, websocket.MessageText, body); err != nil {
-		// Part of the message may have left: the outcome is unknown.
-		c.dropWS()
+		// Part of the message may have left: the outcome is unknown, and so
+		// is that of every request still due on the connection.
+		c.lose(ws)
 		return nil, fmt.Errorf("hrana: write: %v: %w", err, driver.ErrBadConn)
 	}
-	for {
-		m, err := ws.receive(ctx)
-		if err != nil {
-			c.dropWS()
-			if ctx.Err() != nil {
-				return nil, err
-			}
-			return nil, fmt.Errorf("%v: %w", err, driver.ErrBadConn)
+	ws.due++
+	return &wsCall{ws: ws, id: id, steps: steps}, nil
+}
+
+// lose drops a connection at once, answers due on it or not: their
+// requests' outcomes are unknown.
+func (c *hranaClient) lose(ws *hranaWS) {
+	ws.drop()
+	if c.ws == ws {
+		c.ws = nil
+	}
+}
+
+// wsTake waits for call's answer, keeping answers to other calls that
+// arrive first.
+func (c *hranaClient) wsTake(ctx context.Context, call *wsCall) (*hranaBatchResult, error) {
+	ws := call.ws
+	ws.due--
+	defer func() {
+		if ws.retired && ws.due == 0 {
+			c.lose(ws)
 		}
-		if m.RequestID != id || (m.Type != "response_ok" && m.Type != "response_error") {
+	}()
+	for {
+		raw, ok := ws.kept[call.id]
+		if ok {
+			delete(ws.kept, call.id)
+		} else {
+			select {
+			case raw = <-ws.msgs:
+			case <-ws.dead:
+				c.lose(ws)
+				return nil, fmt.Errorf("hrana: connection lost: %v: %w", ws.err, driver.ErrBadConn)
+			case <-ctx.Done():
+				c.lose(ws)
+				return nil, ctx.Err()
+			}
+		}
+		m, err := parseWSMessage(&ws.parser, raw)
+		if err != nil {
+			c.lose(ws)
+			return nil, fmt.Errorf("hrana: bad message: %v: %w", err, driver.ErrBadConn)
+		}
+		if m.Type != "response_ok" && m.Type != "response_error" {
+			continue
+		}
+		if m.RequestID != call.id {
+			ws.keep(raw)
 			continue
 		}
 		ws.used = time.Now()
 		if m.Type == "response_error" {
-			// The server refused the request as a whole: nothing ran. The
-			// stream's state is not worth guessing; the next batch opens
+			// The server refused the request as a whole: nothing of it ran.
+			// The stream's state is not worth guessing; the next batch opens
 			// another.
-			c.dropWS()
+			ws.retired = true
 			msg := "response_error"
 			if m.Error != nil {
 				msg = m.Error.Message
 			}
 			return nil, fmt.Errorf("%w: %s", errRefused, msg)
 		}
-		res, err := complete(m.Response, steps)
+		res, err := complete(m.Response, call.steps)
 		if err != nil {
-			c.dropWS()
+			ws.retired = true
 		}
 		return res, err
 	}

@@ -31,7 +31,7 @@ END`
 // embedded file does not merge, and answers the same).
 func TestMergedBatchesEachGetTheirOwnRows(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		e, err := OpenWith(testCtx(t), url, "", Options{Create: true, Merge: []string{mergeSQL}})
+		e, err := open(testCtx(t), url, "", Options{Create: true, Merge: []string{mergeSQL}}, lockstep())
 		if err != nil {
 			t.Fatal(err)
 		}

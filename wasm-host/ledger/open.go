@@ -90,6 +90,7 @@ type Executor struct {
 	// the writer (checkpoint.go); nil for a remote server.
 	checkpoints *checkpointer
 	maxGroup    int // batches per transaction; 1 turns group commit off
+	pipeline    int // groups in flight on a remote WebSocket when set (tuning); 0: by distance (depth)
 	queue       chan *job
 	closing     chan struct{} // closed by Close
 	stopped     chan struct{} // closed when the writer has returned
@@ -144,6 +145,7 @@ func OpenWith(ctx context.Context, url, authToken string, o Options) (*Executor,
 type tuning struct {
 	maxGroup  int // batches per transaction; 1 turns group commit off
 	stmtCache int // prepared statements kept on an embedded connection; 0 keeps none
+	pipeline  int // groups in flight on a remote WebSocket; 0 decides by distance (Executor.depth), 1 never pipelines
 }
 
 func defaultTuning() tuning {
@@ -210,6 +212,7 @@ func open(ctx context.Context, url, authToken string, o Options, tune tuning) (*
 		db:        db,
 		remote:    remote,
 		maxGroup:  max(tune.maxGroup, 1),
+		pipeline:  tune.pipeline,
 		stmtCache: tune.stmtCache,
 		queue:     make(chan *job, 4*defaultMaxGroup),
 		closing:   make(chan struct{}),

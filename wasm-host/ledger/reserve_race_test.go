@@ -139,10 +139,11 @@ func TestReservationsRaceToTheirLimits(t *testing.T) {
 }
 
 // openMerging opens an executor that merges reservations and settlements,
+// without pipelining (queueBehindLock),
 // as a serving host's does.
 func openMerging(t testing.TB, url string) *Executor {
 	t.Helper()
-	e, err := OpenWith(testCtx(t), url, "", Options{Merge: ledgerq.MergeableStatements()})
+	e, err := open(testCtx(t), url, "", Options{Merge: ledgerq.MergeableStatements()}, lockstep())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,9 @@ type Stats struct {
 	// Merged is the number of batches that ran merged with others of the
 	// same statement into one (Options.Merge).
 	Merged int64
+	// Pipelined is the number of groups whose request was written to a
+	// remote server while an earlier one was still unanswered (group.go).
+	Pipelined int64
 }
 
 // Sub returns s minus earlier, field by field.
@@ -45,13 +48,14 @@ func (s Stats) Sub(earlier Stats) Stats {
 		RoundTrips:   s.RoundTrips - earlier.RoundTrips,
 		Prepared:     s.Prepared - earlier.Prepared,
 		Merged:       s.Merged - earlier.Merged,
+		Pipelined:    s.Pipelined - earlier.Pipelined,
 	}
 }
 
 // counters are the Executor's Stats as they are updated: the writer adds,
 // any goroutine may read.
 type counters struct {
-	batches, transactions, retries, statements, roundTrips, prepared, merged atomic.Int64
+	batches, transactions, retries, statements, roundTrips, prepared, merged, pipelined atomic.Int64
 }
 
 // Stats returns what the executor has done so far. It is safe to call at
@@ -66,5 +70,6 @@ func (e *Executor) Stats() Stats {
 		RoundTrips:   c.roundTrips.Load(),
 		Prepared:     c.prepared.Load(),
 		Merged:       c.merged.Load(),
+		Pipelined:    c.pipelined.Load(),
 	}
 }

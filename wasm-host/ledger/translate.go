@@ -91,9 +91,17 @@ type guards struct {
 
 // translate builds the one-request form of group, or reports false when
 // some batch needs the interactive path.
-func translate(group []*job) (*remotePlan, bool) {
+func translate(group []*job) (*remotePlan, bool) { return translateIn(group, false) }
+
+// translateIn is translate; with tx a lone statement is wrapped in a
+// transaction too. A request written behind another still unanswered is
+// always a transaction (group.go): if the one ahead left the stream inside
+// its transaction (its COMMIT and ROLLBACK both failed), this one's BEGIN
+// fails, none of its statements run, and its ROLLBACK ends what was left.
+// A lone statement there would run inside that transaction instead.
+func translateIn(group []*job, tx bool) (*remotePlan, bool) {
 	p := &remotePlan{at: make([][]int, len(group)), begin: -1, commit: -1}
-	if len(group) == 1 && len(group[0].steps) == 1 {
+	if !tx && len(group) == 1 && len(group[0].steps) == 1 {
 		// One statement is atomic on its own: no transaction needed.
 		j := group[0]
 		p.at[0] = []int{p.add(realStmt(&j.steps[0], j.shapes[0]), nil, kindReal)}
@@ -301,6 +309,11 @@ func andCond(conds []hranaCond) *hranaCond {
 // apply unchanged.
 func (e *Executor) attemptRemote(ctx context.Context, group []*job, p *remotePlan) attempt {
 	res, err := e.hrana.batch(ctx, p.steps)
+	return e.interpret(group, p, res, err)
+}
+
+// interpret reads a remote batch's answer (or its failure) as an attempt.
+func (e *Executor) interpret(group []*job, p *remotePlan, res *hranaBatchResult, err error) attempt {
 	if res != nil {
 		for k := range res.StepResults {
 			if res.StepResults[k] != nil || res.StepErrors[k] != nil {
