@@ -162,20 +162,24 @@ func (c *hranaClient) dialWS(ctx context.Context) (*hranaWS, error) {
 // same machine a ping takes tens of microseconds.
 const farRTT = time.Millisecond
 
-// measure pings the server a few times when a connection opens and keeps
-// the shortest round trip seen since the executor opened: a busy host (or
-// a busy server) can take longer than the network to answer a ping, never
-// shorter, so one quick answer shows a server nearby for good, and a far
-// one never gives one. It runs beside the batches rather than before the
-// first, which would otherwise wait a round trip more; the connection's
-// reader takes the pongs.
+// measure pings the server while the connection lives, a few times at
+// once and then every pingEvery, and keeps the shortest round trip seen
+// since the executor opened: a busy host (or a busy server) can take longer
+// than the network to answer a ping, never shorter, so one quick answer
+// shows a server nearby for good, and a far one never gives one. It runs
+// beside the batches rather than before the first, which would otherwise
+// wait a round trip more; the connection's reader takes the pongs.
 func (c *hranaClient) measure(ws *hranaWS) {
-	for i := range pings {
+	for i := 0; ; i++ {
 		if i > 0 {
+			gap := pingEvery
+			if i < pings {
+				gap = pingGap
+			}
 			select {
 			case <-ws.done:
 				return
-			case <-time.After(pingGap):
+			case <-time.After(gap):
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -195,11 +199,12 @@ func (c *hranaClient) measure(ws *hranaWS) {
 	}
 }
 
-// How the distance is measured (measure): pings per new connection, and
-// the time between them.
+// How the distance is measured (measure): pings at once on a new
+// connection, the time between them, then one every pingEvery.
 const (
-	pings   = 4
-	pingGap = 20 * time.Millisecond
+	pings     = 4
+	pingGap   = 20 * time.Millisecond
+	pingEvery = 5 * time.Second
 )
 
 // far reports whether the server was measured a round trip of farRTT or

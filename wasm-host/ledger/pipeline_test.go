@@ -36,10 +36,11 @@ func farLedger(t *testing.T, oneWay time.Duration) (*Executor, *netdelay.Relay, 
 func TestNearLedgerIsNotPipelined(t *testing.T) {
 	e := openT(t, sqldtest.Start(t))
 	run(t, e, stmt("CREATE TABLE n (x INTEGER)"))
-	waitUntil(t, "the ping is measured", func() bool { return e.hrana.rtt.Load() != 0 })
-	time.Sleep(pings * pingGap) // and measured again
-	if e.hrana.far() || e.depth() != 1 {
-		t.Fatalf("a sqld on this machine measured %s away, depth %d; want near, depth 1", time.Duration(e.hrana.rtt.Load()), e.depth())
+	// A busy machine may answer the first pings late; the shortest since
+	// is what counts, and one within farRTT comes.
+	waitUntil(t, "a sqld on this machine is measured near", func() bool { return e.hrana.rtt.Load() != 0 && !e.hrana.far() })
+	if e.depth() != 1 {
+		t.Fatalf("depth %d on a near ledger, want 1", e.depth())
 	}
 	before := e.Stats()
 	var wg sync.WaitGroup
