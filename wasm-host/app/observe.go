@@ -34,6 +34,12 @@ func (a *App) observe(version string) {
 	m := metrics.New(routes.Table, version)
 	a.Metrics = m
 	m.WatchPools(a.pools)
+	m.WatchLedger(func() metrics.Ledger {
+		if a.Ledger == nil {
+			return metrics.Ledger{}
+		}
+		return metrics.Ledger{RoundTrip: a.Ledger.RoundTrip(), Pipelined: a.Ledger.Stats().Pipelined}
+	})
 	m.WatchCredits(a.creditSums, func(err error) {
 		a.Log.Warn("metrics: the ledger's credit entries could not be read; the previous totals are served", "error", err.Error())
 	})

@@ -1,6 +1,9 @@
 package ledger
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Stats counts the work an Executor has done since Open. The cost of some
 // operation is the difference of two snapshots (Sub), which is how the
@@ -72,4 +75,14 @@ func (e *Executor) Stats() Stats {
 		Merged:       c.merged.Load(),
 		Pipelined:    c.pipelined.Load(),
 	}
+}
+
+// RoundTrip is the shortest WebSocket ping to the ledger's server since
+// the executor opened (what decides whether the writer pipelines): 0 for
+// an embedded file, a server spoken to over HTTP, or before the first.
+func (e *Executor) RoundTrip() time.Duration {
+	if e.hrana == nil {
+		return 0
+	}
+	return time.Duration(e.hrana.rtt.Load())
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -120,4 +121,29 @@ func (c *credits) write(b *bytes.Buffer) {
 	for _, k := range creditKinds {
 		sample(b, creditsName, c.totals[k], "kind", k)
 	}
+}
+
+// Ledger is what WatchLedger reads of the ledger's writer at each scrape.
+type Ledger struct {
+	// RoundTrip is the shortest ping to the ledger's server since the host
+	// started; 0 for a file, or before the first answer.
+	RoundTrip time.Duration
+	// Pipelined counts requests written before the answer to the one ahead.
+	Pipelined int64
+}
+
+// WatchLedger adds gateway_ledger_round_trip_seconds and
+// gateway_ledger_pipelined_total, read with read at each scrape. Call it
+// once, before serving.
+func (h *Host) WatchLedger(read func() Ledger) { h.ledger = read }
+
+func writeLedger(b *bytes.Buffer, read func() Ledger) {
+	if read == nil {
+		return
+	}
+	l := read()
+	header(b, "gateway_ledger_round_trip_seconds", "gauge", "Shortest WebSocket ping to the ledger's server since the host started (0 for a file, or before the first). From 0.001 the host writes ledger requests without waiting for the answers ahead (schema/ledger.md).")
+	b.WriteString("gateway_ledger_round_trip_seconds " + strconv.FormatFloat(l.RoundTrip.Seconds(), 'g', -1, 64) + "\n")
+	header(b, "gateway_ledger_pipelined_total", "counter", "Ledger requests written while an earlier one was still unanswered (a far ledger).")
+	sample(b, "gateway_ledger_pipelined_total", l.Pipelined)
 }

@@ -95,6 +95,7 @@ func TestScrapeParses(t *testing.T) {
 	odd := "odd\"code\\with\nbreak"
 	h.Served(nil, &abi.Response{Status: 404, Headers: abi.Headers{{Name: "x-service-error-code", Value: odd}}}, time.Millisecond)
 	h.Batch(3*time.Millisecond, true)
+	h.WatchLedger(func() Ledger { return Ledger{RoundTrip: 2500 * time.Microsecond, Pipelined: 7} })
 
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(strings.NewReader(scrapeText(t, h)))
@@ -137,6 +138,8 @@ func TestScrapeParses(t *testing.T) {
 		{"gateway_ledger_credits_total", map[string]string{"kind": "grant"}, 40},
 		{"gateway_ledger_credits_total", map[string]string{"kind": "refund"}, 0},
 		{"gateway_build_info", map[string]string{"version": `v1 "quoted"`}, 1},
+		{"gateway_ledger_round_trip_seconds", map[string]string{}, 0.0025},
+		{"gateway_ledger_pipelined_total", map[string]string{}, 7},
 	} {
 		if got, ok := value(c.name, c.labels); !ok || got != c.want {
 			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)

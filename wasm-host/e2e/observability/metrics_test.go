@@ -113,6 +113,12 @@ func TestMetricsMoveAsRequestsAreServed(t *testing.T) {
 			if versioned := int(after.sum(`gateway_function_requests_total{function="decide",`)); versioned != statuses[200]+2 {
 				t.Errorf("release table counted %d decide requests, want %d", versioned, statuses[200]+2)
 			}
+			// The ledger's distance: none for a file; sqld answered a ping
+			// on the connection its batches went over.
+			rtt, ok := after[`gateway_ledger_round_trip_seconds{}`]
+			if _, counted := after[`gateway_ledger_pipelined_total{}`]; !ok || !counted || (b.Server == nil) != (rtt == 0) {
+				t.Errorf("ledger round trip %v (served %v), pipelined served %v; want 0 for a file, more for sqld", rtt, ok, counted)
+			}
 		})
 	}
 }
