@@ -48,7 +48,7 @@ func (e *Executor) write() {
 			select {
 			case first = <-queue:
 			case raw := <-ws.msgs:
-				ws.keep(raw)
+				e.hrana.stash(ws, raw)
 				flying = e.land(flying, false)
 				continue
 			case <-ws.dead:

@@ -65,9 +65,9 @@ type hranaWS struct {
 	parser fastjson.Parser // reads messages (hranajson.go)
 	buf    []byte          // the last request, kept for the next
 
-	due     int              // requests written whose answer has not been taken
-	kept    map[int64][]byte // answers read while waiting for another, by request id
-	retired bool             // nothing more is written; dropped when due reaches 0
+	due     int                    // requests written whose answer has not been taken
+	kept    map[int64]*wsServerMsg // answers read while waiting for another, by request id
+	retired bool                   // nothing more is written; dropped when due reaches 0
 }
 
 // wsCall is one request written on a connection, its answer still to take.
@@ -77,17 +77,30 @@ type wsCall struct {
 	steps []hranaStep
 }
 
-// keep stores an answer read while another was awaited. A message that is
-// not an answer to a request, or cannot be read, is not kept.
-func (ws *hranaWS) keep(raw []byte) {
-	m, err := parseWSMessage(&ws.parser, raw)
-	if err != nil || (m.Type != "response_ok" && m.Type != "response_error") {
+// keep stores an answer read while another was awaited; any other
+// message is not kept.
+func (ws *hranaWS) keep(m *wsServerMsg) {
+	if m.Type != "response_ok" && m.Type != "response_error" {
 		return
 	}
 	if ws.kept == nil {
-		ws.kept = map[int64][]byte{}
+		ws.kept = map[int64]*wsServerMsg{}
 	}
-	ws.kept[m.RequestID] = raw
+	ws.kept[m.RequestID] = m
+}
+
+// stash reads a message the writer took off the connection while waiting
+// for work or answers, and keeps it for the call it answers. One that cannot
+// be read loses the connection, as it does in wsTake: the calls due on it
+// then fail with their outcome unknown, instead of waiting for an answer
+// that was thrown away.
+func (c *hranaClient) stash(ws *hranaWS, raw []byte) {
+	m, err := parseWSMessage(&ws.parser, raw)
+	if err != nil {
+		c.lose(ws)
+		return
+	}
+	ws.keep(m)
 }
 
 // answered reports whether call's answer has been read already.
@@ -350,30 +363,24 @@ func (c *hranaClient) wsTake(ctx context.Context, call *wsCall) (*hranaBatchResu
 		}
 	}()
 	for {
-		raw, ok := ws.kept[call.id]
+		m, ok := ws.kept[call.id]
 		if ok {
 			delete(ws.kept, call.id)
 		} else {
-			select {
-			case raw = <-ws.msgs:
-			case <-ws.dead:
+			var err error
+			if m, err = ws.receive(ctx); err != nil {
 				c.lose(ws)
-				return nil, fmt.Errorf("hrana: connection lost: %v: %w", ws.err, driver.ErrBadConn)
-			case <-ctx.Done():
-				c.lose(ws)
-				return nil, ctx.Err()
+				if ctx.Err() != nil {
+					return nil, err
+				}
+				return nil, fmt.Errorf("%v: %w", err, driver.ErrBadConn)
+			}
+			if m.RequestID != call.id {
+				ws.keep(m)
+				continue
 			}
 		}
-		m, err := parseWSMessage(&ws.parser, raw)
-		if err != nil {
-			c.lose(ws)
-			return nil, fmt.Errorf("hrana: bad message: %v: %w", err, driver.ErrBadConn)
-		}
 		if m.Type != "response_ok" && m.Type != "response_error" {
-			continue
-		}
-		if m.RequestID != call.id {
-			ws.keep(raw)
 			continue
 		}
 		ws.used = time.Now()

@@ -13,7 +13,7 @@ import (
 
 // farLedger is a real sqld made to look oneWay away by a relay, and an
 // executor on it that has measured the distance (so it pipelines).
-func farLedger(t *testing.T, oneWay time.Duration) (*Executor, *netdelay.Relay, *sqldtest.Server) {
+func farLedger(t *testing.T, oneWay time.Duration) (*Executor, *sqldtest.Server) {
 	t.Helper()
 	srv := sqldtest.StartServer(t)
 	relay, err := netdelay.Start(srv.URL, oneWay)
@@ -27,7 +27,7 @@ func farLedger(t *testing.T, oneWay time.Duration) (*Executor, *netdelay.Relay, 
 	if e.depth() != pipelineDepth {
 		t.Fatalf("depth %d on a far ledger, want %d", e.depth(), pipelineDepth)
 	}
-	return e, relay, srv
+	return e, srv
 }
 
 // On a ledger beside the host the writer waits for each answer: its groups
@@ -82,7 +82,7 @@ func pipelined(t *testing.T, e *Executor, a, b *abi.Batch) (ra, rb abi.BatchResu
 // Behind another request even a lone statement runs in a transaction of
 // its own (translateIn), which the results do not show.
 func TestRemoteWriterWritesTheNextGroupBeforeTheAnswer(t *testing.T) {
-	e, _, _ := farLedger(t, 150*time.Millisecond)
+	e, _ := farLedger(t, 150*time.Millisecond)
 	run(t, e, stmt("CREATE TABLE p (who TEXT PRIMARY KEY, n INTEGER)"))
 	ra, rb := pipelined(t, e,
 		batchOf(stmt("INSERT INTO p VALUES ('a', 1)"), stmt("SELECT count(*) FROM p")),
@@ -106,7 +106,7 @@ func TestRemoteWriterWritesTheNextGroupBeforeTheAnswer(t *testing.T) {
 // here the first batch's COMMIT is refused (a deferred foreign key), the
 // second, written behind it, commits, and the first is told why it failed.
 func TestPipelinedGroupBehindAFailedCommitKeepsItsOutcome(t *testing.T) {
-	e, _, _ := farLedger(t, 150*time.Millisecond)
+	e, _ := farLedger(t, 150*time.Millisecond)
 	run(t, e, stmt("CREATE TABLE parent (id INTEGER PRIMARY KEY)"),
 		stmt("CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)"),
 		stmt("INSERT INTO parent VALUES (1)"))
@@ -129,7 +129,7 @@ func TestPipelinedGroupBehindAFailedCommitKeepsItsOutcome(t *testing.T) {
 // each batch fails (never a success that did not commit, never applied
 // twice by a retry), and the writer serves again once sqld is back.
 func TestPipelinedGroupsWhenSqldDies(t *testing.T) {
-	e, _, srv := farLedger(t, 150*time.Millisecond)
+	e, srv := farLedger(t, 150*time.Millisecond)
 	run(t, e, stmt("CREATE TABLE k (who TEXT PRIMARY KEY)"))
 	before := e.Stats()
 	done := make(chan abi.BatchResult, 1)
