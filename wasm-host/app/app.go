@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"decisiongateway/shared/ledgerq"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -70,7 +71,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	ledc := make(chan opened, 1)
 	a := &App{Config: cfg, Log: log, Functions: map[string]*Function{}}
 	a.observe(buildinfo.Version())
-	// The first module (the decision's) is read, hashed and compiled on a
+	// The first module (the decision's) is hashed and compiled on a
 	// goroutine of its own, started before anything else: its load is the
 	// cold start's critical path. Handed to the warming goroutine instead,
 	// it waited up to 2 ms for a processor while this one hashed the other
@@ -80,10 +81,10 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	engc := make(chan *runtime.Engine, 1)
 	first := make(chan firstModule, 1)
 	go func() {
-		m := readModule(cfg.FunctionsDir, names[0])
+		m := hashModule(cfg.FunctionsDir, names[0])
 		var f *Function
 		if eng := <-engc; eng != nil && m.err == nil {
-			f = a.loader(names[0], m.wasm, m.sum)
+			f = a.loader(names[0], m.path, m.sum)
 		}
 		first <- firstModule{m, f}
 		if f != nil {
@@ -112,14 +113,14 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 			fm := <-first
 			m, f = fm.moduleFile, fm.fn
 		} else {
-			m = readModule(cfg.FunctionsDir, name)
+			m = hashModule(cfg.FunctionsDir, name)
 		}
 		if m.err != nil {
 			log.Warn("function module missing; its routes answer 503", "function", name, "path", m.path)
 			continue
 		}
 		if f == nil {
-			f = a.loader(name, m.wasm, m.sum)
+			f = a.loader(name, m.path, m.sum)
 		}
 		versions[name] = canary.VersionOfSum(name, m.sum)
 		a.Functions[name] = f
@@ -254,10 +255,9 @@ func functionNames(table []routes.Route) []string {
 	return out
 }
 
-// moduleFile is a function's module as read from the functions directory.
+// moduleFile is a function's module in the functions directory, hashed.
 type moduleFile struct {
 	path string
-	wasm []byte
 	sum  [32]byte // its SHA-256: its version and its key in the cache
 	err  error
 }
@@ -268,10 +268,26 @@ type firstModule struct {
 	fn *Function
 }
 
-func readModule(dir, name string) moduleFile {
+// hashModule hashes a function's module through a small buffer without
+// keeping its bytes: loading it reads the file again only when the cache
+// has no instrumented form for this hash (runtime.Engine.CompileFile). On
+// a start, reading every module into fresh memory (page faults, about
+// 1.4 MB for seven) cost as much as hashing it, on the processors the
+// decision module's compile needed (README, "Load benchmark").
+func hashModule(dir, name string) moduleFile {
 	m := moduleFile{path: filepath.Join(dir, name+".wasm")}
-	if m.wasm, m.err = os.ReadFile(m.path); m.err == nil {
-		m.sum = sha256.Sum256(m.wasm)
+	f, err := os.Open(m.path)
+	if err != nil {
+		m.err = err
+		return m
 	}
+	defer f.Close()
+	h := sha256.New()
+	var buf [32 << 10]byte
+	if _, err := io.CopyBuffer(h, f, buf[:]); err != nil {
+		m.err = err
+		return m
+	}
+	h.Sum(m.sum[:0])
 	return m
 }

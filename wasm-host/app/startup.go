@@ -37,10 +37,10 @@ type loaded struct {
 	err error
 }
 
-func (a *App) loader(name string, wasm []byte, sum [32]byte) *Function {
+func (a *App) loader(name, path string, sum [32]byte) *Function {
 	return &Function{name: name, version: canary.VersionOfSum(name, sum).Label(), traffic: a.traffic, load: func() (*wrt.Function, error) {
 		ctx := context.Background()
-		m, err := a.Engine.CompileSum(ctx, name, wasm, sum)
+		m, err := a.Engine.CompileFile(ctx, name, path, sum)
 		if err != nil {
 			a.Log.Error("function module does not load; its routes answer 503", "function", name, "error", err.Error())
 			return nil, err

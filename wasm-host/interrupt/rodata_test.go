@@ -20,3 +20,23 @@ func TestReadOnlyEndOfWhatIsNoModule(t *testing.T) {
 		}
 	}
 }
+
+// Instrumenting keeps the data segments and their names, so a module's
+// instrumented form, which is all a host reads on a restart
+// (runtime.Engine.CompileFile), tells the same read-only end.
+func TestInstrumentedModuleHasTheSameReadOnlyEnd(t *testing.T) {
+	for _, rel := range []string{"testguests/testguest.wasm", "functions/decide.wasm"} {
+		wasm := testenv.Wasm(t, rel)
+		out, err := Instrument(wasm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ReadOnlyEnd(wasm)
+		if want == 0 {
+			t.Fatalf("%s: no read-only end found in the module itself", rel)
+		}
+		if got := ReadOnlyEnd(out); got != want {
+			t.Errorf("%s: instrumented %d, module %d", rel, got, want)
+		}
+	}
+}

@@ -149,6 +149,31 @@ func (e *Engine) Compile(ctx context.Context, name string, wasm []byte) (*Module
 // (the host hashes each module once for its version label, and a start
 // should not pay for hashing it again).
 func (e *Engine) CompileSum(ctx context.Context, name string, wasm []byte, sum [32]byte) (*Module, error) {
+	return e.compile(ctx, name, sum, func() ([]byte, error) { return wasm, nil })
+}
+
+// CompileFile is CompileSum for the module in the file at path, which the
+// caller hashed as sum. The file is read only when the cache has no
+// instrumented form for sum, as on a host's first start; a restart
+// compiles from the cache without it. What it reads must still hash to
+// sum, or the version the caller labelled it with would be wrong:
+// a module replaced on disk after the host hashed it is served after a
+// restart, not half-way through this run.
+func (e *Engine) CompileFile(ctx context.Context, name, path string, sum [32]byte) (*Module, error) {
+	return e.compile(ctx, name, sum, func() ([]byte, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if sha256.Sum256(b) != sum {
+			return nil, fmt.Errorf("%s changed after the host hashed it at start; restart the host to serve it", path)
+		}
+		return b, nil
+	})
+}
+
+// compile is CompileSum with the module's bytes read only when needed.
+func (e *Engine) compile(ctx context.Context, name string, sum [32]byte, wasm func() ([]byte, error)) (*Module, error) {
 	out, cached, err := e.instrument(wasm, sum)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %s: %w", name, err)
@@ -174,7 +199,9 @@ func (e *Engine) CompileSum(ctx context.Context, name string, wasm []byte, sum [
 		cm.Close(ctx)
 		return nil, fmt.Errorf("runtime: %s is %s, this host runs %s", name, buildOf(socket), buildOf(e.sockets != nil))
 	}
-	m := &Module{engine: e, name: name, compiled: cm, roEnd: interrupt.ReadOnlyEnd(wasm)}
+	// Instrumenting keeps the data segments and their names, so the
+	// instrumented form tells where the read-only data ends as well.
+	m := &Module{engine: e, name: name, compiled: cm, roEnd: interrupt.ReadOnlyEnd(out)}
 	inst, err := m.instantiate(ctx)
 	if err != nil {
 		cm.Close(ctx)
@@ -200,24 +227,26 @@ func (e *Engine) CompileSum(ctx context.Context, name string, wasm []byte, sum [
 	return m, nil
 }
 
-// instrument returns wasm with its deadline checks (interrupt.Instrument).
-// With a cache directory, the result is kept there under the hash of the
-// bytes given and the instrumentation's version, and read back on the next
-// start: instrumenting the decision module costs about a millisecond on
+// instrument returns the module source gives with its deadline checks
+// (interrupt.Instrument). With a cache directory, the result is kept there
+// under sum, the module's hash, and the instrumentation's version, and read
+// back on the next start without calling source: instrumenting the decision module costs about a millisecond on
 // every start, on the path to the first answer, and the cache directory is
 // already trusted with wazero's compiled machine code. cached reports that
 // out came from the cache.
-func (e *Engine) instrument(wasm []byte, sum [32]byte) (out []byte, cached bool, err error) {
-	if e.cacheDir == "" {
-		out, err = interrupt.Instrument(wasm)
-		return out, false, err
-	}
+func (e *Engine) instrument(source func() ([]byte, error), sum [32]byte) (out []byte, cached bool, err error) {
 	path := e.instrumentedPath(sum)
-	if b, err := os.ReadFile(path); err == nil {
-		return b, true, nil
+	if e.cacheDir != "" {
+		if b, err := os.ReadFile(path); err == nil {
+			return b, true, nil
+		}
 	}
-	if out, err = interrupt.Instrument(wasm); err != nil {
+	wasm, err := source()
+	if err != nil {
 		return nil, false, err
+	}
+	if out, err = interrupt.Instrument(wasm); err != nil || e.cacheDir == "" {
+		return out, false, err
 	}
 	// Best effort: a start that cannot write the cache instruments again
 	// next time. Renamed into place, so a reader never sees half a file.

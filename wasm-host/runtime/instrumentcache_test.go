@@ -3,8 +3,11 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"decisiongateway/shared/abi"
@@ -69,4 +72,66 @@ func TestInstrumentedModulesAreCachedAndRepaired(t *testing.T) {
 	}
 	echo(start())
 	entry()
+}
+
+// CompileFile reads the module's file only when the cache has no
+// instrumented form for the hash it is given: a restart compiles from the
+// cache even with the file gone. Without a cached form, a file that no
+// longer hashes to what the caller labelled it with is refused, not
+// compiled under the wrong version.
+func TestCompileFileReadsTheModuleOnlyWithoutACachedForm(t *testing.T) {
+	ctx := context.Background()
+	wasm := testenv.Wasm(t, "testguests/testguest.wasm")
+	sum := sha256.Sum256(wasm)
+	path := filepath.Join(t.TempDir(), "testguest.wasm")
+	if err := os.WriteFile(path, wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compile := func(cache string) (*Function, error) {
+		t.Helper()
+		e, err := NewEngine(ctx, Options{CacheDir: cache}, (&fakeServices{}).services())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close(ctx) })
+		m, err := e.CompileFile(ctx, "testguest", path, sum)
+		if err != nil {
+			return nil, err
+		}
+		f, err := NewFunction(ctx, m, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(f.Close)
+		return f, nil
+	}
+	echo := func(f *Function, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := call(t, f, abi.Request{Method: "PUT", Path: "/echo", Body: []byte("hello")})
+		if !bytes.Contains(resp.Body, []byte("hello")) {
+			t.Fatalf("echo answered %d %q", resp.Status, resp.Body)
+		}
+	}
+
+	cache := t.TempDir()
+	echo(compile(cache)) // reads the file, fills the cache
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	echo(compile(cache)) // the file is gone: from the cache alone
+
+	if _, err := compile(t.TempDir()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("no file and no cache: %v, want the file's absence", err)
+	}
+	other := append(append([]byte(nil), wasm...), 0, 0) // not what was hashed
+	if err := os.WriteFile(path, other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := compile(t.TempDir()); err == nil || !strings.Contains(err.Error(), "changed after the host hashed it") {
+		t.Fatalf("a changed file without a cached form: %v, want it refused", err)
+	}
+	echo(compile(cache)) // its hash's cached form is still what it serves
 }
