@@ -172,9 +172,10 @@ func (e *Engine) CompileFile(ctx context.Context, name, path string, sum [32]byt
 	})
 }
 
-// compile is CompileSum with the module's bytes read only when needed.
-func (e *Engine) compile(ctx context.Context, name string, sum [32]byte, wasm func() ([]byte, error)) (*Module, error) {
-	out, cached, err := e.instrument(wasm, sum)
+// compile is CompileSum with the module's bytes asked of source only when
+// the cache has no instrumented form for sum.
+func (e *Engine) compile(ctx context.Context, name string, sum [32]byte, source func() ([]byte, error)) (*Module, error) {
+	out, cached, err := e.instrument(source, sum)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %s: %w", name, err)
 	}
@@ -182,7 +183,7 @@ func (e *Engine) compile(ctx context.Context, name string, sum [32]byte, wasm fu
 	if err != nil && cached {
 		// A damaged cache entry: replace it, as if there had been none.
 		_ = os.Remove(e.instrumentedPath(sum))
-		if out, _, err = e.instrument(wasm, sum); err == nil {
+		if out, _, err = e.instrument(source, sum); err == nil {
 			cm, err = e.rt.CompileModule(ctx, out)
 		}
 	}
@@ -230,10 +231,11 @@ func (e *Engine) compile(ctx context.Context, name string, sum [32]byte, wasm fu
 // instrument returns the module source gives with its deadline checks
 // (interrupt.Instrument). With a cache directory, the result is kept there
 // under sum, the module's hash, and the instrumentation's version, and read
-// back on the next start without calling source: instrumenting the decision module costs about a millisecond on
-// every start, on the path to the first answer, and the cache directory is
-// already trusted with wazero's compiled machine code. cached reports that
-// out came from the cache.
+// back on the next start without calling source: instrumenting the
+// decision module costs about a millisecond on every start, on the path to
+// the first answer, and the cache directory is already trusted with
+// wazero's compiled machine code. cached reports that out came from the
+// cache.
 func (e *Engine) instrument(source func() ([]byte, error), sum [32]byte) (out []byte, cached bool, err error) {
 	path := e.instrumentedPath(sum)
 	if e.cacheDir != "" {
