@@ -110,19 +110,14 @@ type flight struct {
 
 // launch writes group's request on the WebSocket without waiting for its
 // answer, when the group can go that way: a remote server spoken to over a
-// WebSocket, every batch translatable into one request. behind says that
-// another request is still unanswered, which makes this one a transaction
-// even for a lone statement (translateIn). It returns nil when the group
-// must be committed the ordinary way instead, nothing of it having been
-// sent.
+// WebSocket, every batch translatable into one request (translateIn says;
+// a merged batch always is). behind says that another request is still
+// unanswered, which makes this one a transaction even for a lone
+// statement. It returns nil when the group must be committed the ordinary
+// way instead, nothing of it having been sent.
 func (e *Executor) launch(group []*job, behind bool) *flight {
 	if e.hrana == nil || e.hrana.wsURL == "" || e.depth() < 2 {
 		return nil
-	}
-	for _, j := range group {
-		if _, _, ok := needs(j); !ok {
-			return nil
-		}
 	}
 	run, parts := e.mergeGroup(group)
 	p, ok := translateIn(run, behind)
@@ -151,8 +146,8 @@ func (e *Executor) launch(group []*job, behind bool) *flight {
 	return f
 }
 
-// land settles flights, oldest first: those whose answer is already in, or
-// with all every one, waiting for them. A flight that did not succeed is
+// land settles flights, oldest first: those whose answer is already in,
+// or, with all, every one, waiting for the answers. A flight that did not succeed is
 // settled after the answers of every flight behind it have been read, so
 // that its retries (commitFrom) find no request in flight.
 func (e *Executor) land(flying []*flight, all bool) []*flight {

@@ -26,7 +26,13 @@ func testCtx(t testing.TB) context.Context {
 
 func openT(t testing.TB, url string) *Executor {
 	t.Helper()
-	e, err := OpenWith(testCtx(t), url, "", Options{Create: true})
+	return openTuned(t, url, Options{Create: true}, defaultTuning())
+}
+
+// openTuned opens url with o and tune, closed when the test ends.
+func openTuned(t testing.TB, url string, o Options, tune tuning) *Executor {
+	t.Helper()
+	e, err := open(testCtx(t), url, "", o, tune)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", url, err)
 	}
@@ -87,12 +93,7 @@ func lockstep() tuning {
 // form behind a held write lock.
 func openLockstep(t testing.TB, url string) *Executor {
 	t.Helper()
-	e, err := open(testCtx(t), url, "", Options{Create: true}, lockstep())
-	if err != nil {
-		t.Fatalf("Open(%s): %v", url, err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
+	return openTuned(t, url, Options{Create: true}, lockstep())
 }
 
 // queueBehindLock holds the write lock from another connection while each

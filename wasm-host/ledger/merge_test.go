@@ -31,11 +31,7 @@ END`
 // embedded file does not merge, and answers the same).
 func TestMergedBatchesEachGetTheirOwnRows(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		e, err := open(testCtx(t), url, "", Options{Create: true, Merge: []string{mergeSQL}}, lockstep())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
+		e := openTuned(t, url, Options{Create: true, Merge: []string{mergeSQL}}, lockstep())
 		run(t, e, stmt(mergeSchema))
 		run(t, e, stmt(mergeView))
 		run(t, e, stmt(mergeTrigger))

@@ -138,17 +138,11 @@ func TestReservationsRaceToTheirLimits(t *testing.T) {
 	})
 }
 
-// openMerging opens an executor that merges reservations and settlements,
-// without pipelining (queueBehindLock),
-// as a serving host's does.
+// openMerging opens an executor that merges reservations and settlements
+// as a serving host's does, without pipelining (queueBehindLock).
 func openMerging(t testing.TB, url string) *Executor {
 	t.Helper()
-	e, err := open(testCtx(t), url, "", Options{Merge: ledgerq.MergeableStatements()}, lockstep())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
+	return openTuned(t, url, Options{Merge: ledgerq.MergeableStatements()}, lockstep())
 }
 
 // A settlement completes the attempt's idempotency record only if the

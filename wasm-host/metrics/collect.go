@@ -3,7 +3,6 @@ package metrics
 import (
 	"bytes"
 	"context"
-	"strconv"
 	"sync"
 	"time"
 
@@ -135,15 +134,11 @@ type Ledger struct {
 // WatchLedger adds gateway_ledger_round_trip_seconds and
 // gateway_ledger_pipelined_total, read with read at each scrape. Call it
 // once, before serving.
-func (h *Host) WatchLedger(read func() Ledger) { h.ledger = read }
-
-func writeLedger(b *bytes.Buffer, read func() Ledger) {
-	if read == nil {
-		return
-	}
-	l := read()
-	header(b, "gateway_ledger_round_trip_seconds", "gauge", "Shortest WebSocket ping to the ledger's server since the host started (0 for a file, or before the first). From 0.001 the host writes ledger requests without waiting for the answers ahead (schema/ledger.md).")
-	b.WriteString("gateway_ledger_round_trip_seconds " + strconv.FormatFloat(l.RoundTrip.Seconds(), 'g', -1, 64) + "\n")
-	header(b, "gateway_ledger_pipelined_total", "counter", "Ledger requests written while an earlier one was still unanswered (a far ledger).")
-	sample(b, "gateway_ledger_pipelined_total", l.Pipelined)
+func (h *Host) WatchLedger(read func() Ledger) {
+	rtt := h.family("gateway_ledger_round_trip_seconds", "gauge",
+		"Shortest WebSocket ping to the ledger's server since the host started (0 for a file, or before the first). From 0.001 the host writes ledger requests without waiting for the answers ahead (schema/ledger.md).")
+	rtt.set.NewGauge(rtt.name, func() float64 { return read().RoundTrip.Seconds() })
+	piped := h.family("gateway_ledger_pipelined_total", "counter",
+		"Ledger requests written while an earlier one was still unanswered (a far ledger).")
+	piped.set.NewGauge(piped.name, func() float64 { return float64(read().Pipelined) })
 }

@@ -68,7 +68,6 @@ type Host struct {
 
 	pools   pools
 	credits *credits
-	ledger  func() Ledger
 	info    string // gateway_build_info's sample line
 
 	mu    sync.Mutex
@@ -234,7 +233,6 @@ func (h *Host) Handler() http.Handler {
 		b.WriteString(h.info)
 		h.pools.write(&b)
 		h.credits.write(&b)
-		writeLedger(&b, h.ledger)
 		vm.WriteGoMetrics(&b)
 		vm.WriteProcMetrics(&b)
 		vm.WriteFDMetrics(&b)
