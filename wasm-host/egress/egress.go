@@ -84,7 +84,7 @@ func New(allowed []string, credentials map[string]Credential) *Client {
 			// upstream (fasthttp's default allows 512 per host).
 			MaxConnsPerHost:          1 << 16,
 			MaxResponseBodySize:      DefaultMaxBytes,
-			ReadBufferSize:           64 << 10, // also the largest answer header
+			ReadBufferSize:           16 << 10, // also the largest answer header
 			NoDefaultUserAgentHeader: true,
 			DisablePathNormalizing:   true, // the path goes out as the guest wrote it
 			RetryIfErr:               retryOnDeadConnection,

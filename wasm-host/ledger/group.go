@@ -452,9 +452,18 @@ func (e *Executor) attempt(group []*job) attempt {
 		ran     bool
 		discard bool
 	)
+	// On the embedded file the statements run with a context that is
+	// never done: modernc.org/sqlite starts a goroutine for every
+	// statement whose context can be done, to interrupt it, and a
+	// decision's statements ran three of them. Nothing there waits long:
+	// busy_timeout (open.go) bounds a wait for another process's lock.
+	sctx := ctx
+	if !e.remote {
+		sctx = context.Background()
+	}
 	err = conn.Raw(func(dc any) error {
 		ran = true
-		a, discard = e.session(ctx, dc.(driver.Conn)).attempt(group)
+		a, discard = e.session(sctx, dc.(driver.Conn)).attempt(group)
 		if discard {
 			// Its state is unknown: no later batch may run in the remains
 			// of this transaction. Returning ErrBadConn makes database/sql
