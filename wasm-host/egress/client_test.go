@@ -2,6 +2,8 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
 	"net"
@@ -35,10 +37,10 @@ func header(hs abi.Headers, name string) []string {
 }
 
 // What the guest sends reaches the upstream, except what only the host
-// may set (authorization, cookie, host) and what it frames itself; what
-// the upstream answers reaches the guest with lower-case names, every
-// value of a repeated header, no cookie or authorization, and no header
-// the upstream did not send.
+// may set (authorization, cookie, host, accept-encoding) and what it
+// frames itself; what the upstream answers reaches the guest with
+// lower-case names, every value of a repeated header, no cookie or
+// authorization, and no header the upstream did not send.
 func TestHeadersBothWays(t *testing.T) {
 	var got http.Header
 	var gotBody, gotMethod, gotPath string
@@ -56,7 +58,7 @@ func TestHeadersBothWays(t *testing.T) {
 	}, &abi.FetchRequest{Method: "PUT", URL: "/a/../b%2Fc?q=1", Body: []byte(`{"x":1}`), Headers: abi.Headers{
 		{Name: "content-type", Value: "application/json"}, {Name: "x-trace", Value: "t1"},
 		{Name: "authorization", Value: "Bearer guest"}, {Name: "cookie", Value: "c=1"},
-		{Name: "host", Value: "evil.example"}, {Name: "accept-encoding", Value: "gzip"},
+		{Name: "host", Value: "evil.example"}, {Name: "accept-encoding", Value: "br"},
 		{Name: "content-length", Value: "999"},
 	}})
 	if res.ErrKind != "" || res.Status != 201 || string(res.Body) != "made" {
@@ -68,10 +70,13 @@ func TestHeadersBothWays(t *testing.T) {
 	if got.Get("Content-Type") != "application/json" || got.Get("X-Trace") != "t1" {
 		t.Errorf("guest headers not forwarded: %v", got)
 	}
-	for _, name := range []string{"Authorization", "Cookie", "Accept-Encoding"} {
+	for _, name := range []string{"Authorization", "Cookie"} {
 		if v := got.Values(name); len(v) != 0 {
 			t.Errorf("%s forwarded: %q", name, v)
 		}
+	}
+	if v := got.Values("Accept-Encoding"); len(v) != 1 || v[0] != "gzip" {
+		t.Errorf("Accept-Encoding: %q, want the host's own gzip", v)
 	}
 	if many := header(res.Headers, "x-many"); len(many) != 2 || many[0] != "one" || many[1] != "two" {
 		t.Errorf("x-many: %q in %+v", many, res.Headers)
@@ -216,5 +221,54 @@ func TestDeadKeptConnectionIsRetriedOnNewOne(t *testing.T) {
 	}
 	if n := seen.Load(); n != 3 {
 		t.Errorf("upstream saw %d requests, want 3", n)
+	}
+}
+
+// The host asks for gzip and hands the guest the decoded answer, without
+// the headers that described the compressed one; an answer that inflates
+// past the fetch's limit is refused, and a corrupt one is a broken
+// connection.
+func TestGzipAnswersAreDecodedWithinTheLimit(t *testing.T) {
+	gz := func(b []byte) []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(b)
+		zw.Close()
+		return buf.Bytes()
+	}
+	answer := []byte(`{"answers":{"q1":"yes"}}`)
+	bomb := gz(make([]byte, 2*DefaultMaxBytes))
+	for _, tc := range []struct {
+		name     string
+		body     []byte
+		maxBytes uint32
+		want     string
+	}{
+		{"decoded", gz(answer), 0, ""},
+		{"inflates past the fetch's limit", gz(answer), 10, abi.FetchErrTooLarge},
+		{"inflates past the ceiling", bomb, 0, abi.FetchErrTooLarge},
+		{"corrupt", []byte("not gzip at all"), 0, abi.FetchErrConnect},
+	} {
+		var asked string
+		res := fetchFrom(t, func(w http.ResponseWriter, r *http.Request) {
+			asked = r.Header.Get("Accept-Encoding")
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Header().Set("X-Kept", "1")
+			w.Write(tc.body)
+		}, &abi.FetchRequest{URL: "/", MaxBytes: tc.maxBytes, Credential: "upstream",
+			Headers: abi.Headers{{Name: "accept-encoding", Value: "br"}}})
+		if asked != "gzip" {
+			t.Errorf("%s: asked for %q", tc.name, asked)
+		}
+		if res.ErrKind != tc.want {
+			t.Errorf("%s: %+v", tc.name, res)
+			continue
+		}
+		if tc.want == "" {
+			if string(res.Body) != string(answer) || len(header(res.Headers, "content-encoding")) != 0 ||
+				len(header(res.Headers, "content-length")) != 0 || len(header(res.Headers, "x-kept")) != 1 {
+				t.Errorf("%s: %q %+v", tc.name, res.Body, res.Headers)
+			}
+		}
 	}
 }

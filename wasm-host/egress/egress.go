@@ -16,6 +16,7 @@ package egress
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -176,8 +177,9 @@ func (c *Client) Fetch(ctx context.Context, r *abi.FetchRequest) abi.FetchRespon
 		case "authorization", "cookie", "host":
 			continue // only the host authenticates, and only with a named credential
 		case "accept-encoding":
-			// An answer the guest asked to get compressed could not be
-			// checked for the credential (below); none is asked for.
+			// The host asks for gzip itself and decodes it: an answer
+			// the guest asked to keep compressed could not be checked for
+			// the credential (below).
 			continue
 		case "content-length", "transfer-encoding", "connection":
 			continue // the client frames the request itself
@@ -195,6 +197,7 @@ func (c *Client) Fetch(ctx context.Context, r *abi.FetchRequest) abi.FetchRespon
 			secret = cred.Token
 		}
 	}
+	req.Header.Set("Accept-Encoding", "gzip")
 	req.SetBodyRaw(r.Body)
 	// An answer without a Content-Type has none; fasthttp would report a
 	// default.
@@ -203,12 +206,26 @@ func (c *Client) Fetch(ctx context.Context, r *abi.FetchRequest) abi.FetchRespon
 		return failure(deadline, maxBytes, err)
 	}
 	body := resp.Body()
+	gzipped := strings.EqualFold(string(resp.Header.ContentEncoding()), "gzip")
+	if gzipped {
+		var err error
+		if body, err = gunzip(body, maxBytes); err != nil {
+			if errors.Is(err, errTooLarge) {
+				return tooLarge(maxBytes)
+			}
+			return abi.FetchResponse{ErrKind: abi.FetchErrConnect, ErrMsg: "the upstream's gzip answer could not be read"}
+		}
+	}
 	if len(body) > maxBytes {
 		return tooLarge(maxBytes)
 	}
 	var headers abi.Headers
 	for name, value := range resp.Header.All() {
-		headers = append(headers, abi.Header{Name: strings.ToLower(string(name)), Value: string(value)})
+		lname := strings.ToLower(string(name))
+		if gzipped && (lname == "content-encoding" || lname == "content-length") {
+			continue // they describe the compressed body, which the guest does not get
+		}
+		headers = append(headers, abi.Header{Name: lname, Value: string(value)})
 	}
 	if secret != "" && echoes(secret, body, headers) {
 		// The upstream answered with the operator's own credential, in its
@@ -217,7 +234,10 @@ func (c *Client) Fetch(ctx context.Context, r *abi.FetchRequest) abi.FetchRespon
 		// either; the guest turns the kind into a platform error.
 		return abi.FetchResponse{ErrKind: abi.FetchErrCredentialLeak, ErrMsg: "the answer contained the credential sent with the request; it was dropped"}
 	}
-	out := abi.FetchResponse{Status: resp.StatusCode(), Body: append([]byte(nil), body...)}
+	if !gzipped {
+		body = append([]byte(nil), body...) // resp's buffer goes back to its pool
+	}
+	out := abi.FetchResponse{Status: resp.StatusCode(), Body: body}
 	for _, h := range headers {
 		if h.Name == "authorization" || h.Name == "set-cookie" {
 			continue
@@ -225,6 +245,26 @@ func (c *Client) Fetch(ctx context.Context, r *abi.FetchRequest) abi.FetchRespon
 		out.Headers = append(out.Headers, h)
 	}
 	return out
+}
+
+var errTooLarge = errors.New("decoded answer too large")
+
+// gunzip decodes a gzip body, reading at most maxBytes+1 bytes of what it
+// decodes: a small body that inflates past the limit is refused without
+// being inflated whole.
+func gunzip(body []byte, maxBytes int) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, int64(maxBytes)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > maxBytes {
+		return nil, errTooLarge
+	}
+	return out, nil
 }
 
 func tooLarge(maxBytes int) abi.FetchResponse {
