@@ -119,7 +119,7 @@ func loopback(addr string) bool {
 func (a *App) fetch(ctx context.Context, f *abi.FetchRequest) abi.FetchResponse {
 	start := time.Now()
 	res := a.Egress.Fetch(ctx, f)
-	a.outbound(ctx, a.target(f), f.Method+" "+withoutQuery(f.URL), res.Status, res.ErrKind, res.ErrMsg, time.Since(start))
+	a.outbound(ctx, a.target(f), func() string { return f.Method + " " + withoutQuery(f.URL) }, res.Status, res.ErrKind, res.ErrMsg, time.Since(start))
 	return res
 }
 
@@ -131,16 +131,19 @@ func (a *App) runAI(ctx context.Context, r *abi.AIRequest) abi.AIResponse {
 	}
 	start := time.Now()
 	res := a.Egress.RunAI(ctx, a.Config.UpstreamURL, r)
-	a.outbound(ctx, "upstream", "model "+r.Model, res.Status, res.ErrKind, res.ErrMsg, time.Since(start))
+	a.outbound(ctx, "upstream", func() string { return "model " + r.Model }, res.Status, res.ErrKind, res.ErrMsg, time.Since(start))
 	return res
 }
 
-func (a *App) outbound(ctx context.Context, target, what string, status int, errKind, errMsg string, elapsed time.Duration) {
+// outbound counts a call and, when it failed, notes why for the request's
+// log line; describe names the call and is called only then.
+func (a *App) outbound(ctx context.Context, target string, describe func() string, status int, errKind, errMsg string, elapsed time.Duration) {
 	outcome := metrics.Outcome(status, errKind)
 	a.Metrics.Outbound(target, outcome, elapsed)
 	if outcome == "ok" {
 		return
 	}
+	what := describe()
 	took := " after " + elapsed.Round(time.Millisecond).String()
 	if errKind != "" {
 		server.NoteCause(ctx, target+" "+what+": "+errKind+": "+errMsg+took)
@@ -153,9 +156,12 @@ func (a *App) outbound(ctx context.Context, target, what string, status int, err
 // credential, or goes to the upstream's origin), the mail endpoint, or
 // other.
 func (a *App) target(f *abi.FetchRequest) string {
+	if f.Credential == abi.CredentialUpstream {
+		return "upstream"
+	}
 	origin := egress.Origin(f.URL)
 	switch {
-	case f.Credential == abi.CredentialUpstream || (origin != "" && origin == egress.Origin(a.Config.UpstreamURL)):
+	case origin != "" && origin == egress.Origin(a.Config.UpstreamURL):
 		return "upstream"
 	case origin != "" && origin == egress.Origin(a.Config.MailURL):
 		return "mail"

@@ -142,18 +142,12 @@ func (e *Engine) Close(ctx context.Context) error {
 // interrupt), compiles it and checks that it speaks this ABI version. The
 // module's name and version (its hash) stay those of the bytes given.
 func (e *Engine) Compile(ctx context.Context, name string, wasm []byte) (*Module, error) {
-	return e.CompileSum(ctx, name, wasm, sha256.Sum256(wasm))
+	return e.compile(ctx, name, sha256.Sum256(wasm), func() ([]byte, error) { return wasm, nil })
 }
 
-// CompileSum is Compile for a module whose SHA-256 the caller already has
-// (the host hashes each module once for its version label, and a start
-// should not pay for hashing it again).
-func (e *Engine) CompileSum(ctx context.Context, name string, wasm []byte, sum [32]byte) (*Module, error) {
-	return e.compile(ctx, name, sum, func() ([]byte, error) { return wasm, nil })
-}
-
-// CompileFile is CompileSum for the module in the file at path, which the
-// caller hashed as sum. The file is read only when the cache has no
+// CompileFile is Compile for the module in the file at path, which the
+// caller hashed as sum (the host hashes each module once, for its version
+// label). The file is read only when the cache has no
 // instrumented form for sum, as on a host's first start; a restart
 // compiles from the cache without it. What it reads must still hash to
 // sum, or the version the caller labelled it with would be wrong:
@@ -172,7 +166,7 @@ func (e *Engine) CompileFile(ctx context.Context, name, path string, sum [32]byt
 	})
 }
 
-// compile is CompileSum with the module's bytes asked of source only when
+// compile is Compile with the module's bytes asked of source only when
 // the cache has no instrumented form for sum.
 func (e *Engine) compile(ctx context.Context, name string, sum [32]byte, source func() ([]byte, error)) (*Module, error) {
 	out, cached, err := e.instrument(source, sum)
