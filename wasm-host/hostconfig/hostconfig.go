@@ -30,8 +30,11 @@ type Config struct {
 	DataDir        string
 	PoolSize       int
 	RequestTimeout time.Duration
-	FunctionsDir   string
-	Dev            bool
+	// QueueTimeout bounds a new request's wait for its function to start
+	// (runtime.Options.QueueTimeout).
+	QueueTimeout time.Duration
+	FunctionsDir string
+	Dev          bool
 
 	// Origin is SERVICE_ORIGIN, checked to be an origin a browser sends.
 	Origin string
@@ -84,6 +87,7 @@ func From(getenv func(string) string) (*Config, error) {
 		FunctionsDir:      v["GATEWAY_FUNCTIONS_DIR"],
 		PoolSize:          contract.IntValue(v["GATEWAY_POOL_SIZE"]),
 		RequestTimeout:    contract.DurationValue(v["GATEWAY_REQUEST_TIMEOUT"]),
+		QueueTimeout:      contract.DurationValue(v["GATEWAY_QUEUE_TIMEOUT"]),
 		Origin:            v["SERVICE_ORIGIN"],
 		ForwardedHeader:   v["GATEWAY_FORWARDED_HEADER"],
 		ReadHeaderTimeout: contract.DurationValue(v["GATEWAY_READ_HEADER_TIMEOUT"]),

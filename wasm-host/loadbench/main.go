@@ -232,7 +232,8 @@ func (b *bench) runLedger(kind string, cases []benchCase, spec func(string, *led
 	return nil
 }
 
-// rssLine reports each process's peak RSS over all the cases it served.
+// rssLine reports each process's peak RSS over all the cases it served
+// but the overload ones.
 func (b *bench) rssLine() {
 	var parts []string
 	for _, name := range []string{"proxy", "gateway/embedded", "gateway/sqld"} {

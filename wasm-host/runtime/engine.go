@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -53,12 +54,17 @@ type Options struct {
 	// Sockets, when set, makes this an engine for the socket build's
 	// modules (sockets.go) instead of the ABI build's.
 	Sockets *Sockets
+	// QueueTimeout bounds how long a request's first call waits for an
+	// instance and a run slot before it fails with ErrOverloaded, nothing
+	// of it run (Function.Handle); 0 means until the request's deadline.
+	QueueTimeout time.Duration
 }
 
 // Engine owns the wazero runtime shared by all functions.
 type Engine struct {
 	recycle  uint32
-	cacheDir string // Options.CacheDir
+	queue    time.Duration // Options.QueueTimeout
+	cacheDir string        // Options.CacheDir
 	rt       wazero.Runtime
 	cache    wazero.CompilationCache
 	services Services
@@ -107,7 +113,7 @@ func NewEngine(ctx context.Context, opts Options, s Services) (*Engine, error) {
 		cfg = cfg.WithCompilationCache(c)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	e := &Engine{rt: rt, cache: cache, cacheDir: opts.CacheDir, services: s, recycle: opts.RecycleBytes, sockets: opts.Sockets}
+	e := &Engine{rt: rt, cache: cache, cacheDir: opts.CacheDir, services: s, recycle: opts.RecycleBytes, sockets: opts.Sockets, queue: opts.QueueTimeout}
 	if e.recycle == 0 {
 		e.recycle = 8 << 20
 	}

@@ -14,8 +14,15 @@ import (
 // ErrUnavailable means the function's module could not be loaded.
 var ErrUnavailable = errors.New("runtime: function module could not be loaded")
 
-// ErrOverloaded means no instance became free before the request's deadline.
-var ErrOverloaded = errors.New("runtime: no free instance before the deadline")
+// ErrOverloaded means no instance became free in time: before the
+// request's deadline, or for a new request within the queue timeout
+// (Options.QueueTimeout). Nothing of the request has run.
+var ErrOverloaded = errors.New("runtime: overloaded")
+
+var (
+	errNoneBeforeDeadline = fmt.Errorf("%w: no free instance before the request's deadline", ErrOverloaded)
+	errNoneWithinQueue    = fmt.Errorf("%w: no free instance within the queue timeout", ErrOverloaded)
+)
 
 // Function is a module with its pool of warm instances. Each instance serves
 // one call at a time, because a guest blocked in an import must never be
@@ -109,12 +116,18 @@ func (f *Function) newInstance(ctx context.Context) (*instance, error) {
 const waitFactor = 4
 
 // acquire returns an instance and a run slot for a call, or ErrOverloaded
-// when ctx ends first. It takes the run slot first, then an idle instance or
-// a new one while the pool has room; when it must wait for an instance it
-// gives the slot back meanwhile, because the instances it waits for may be
-// parked in the ledger, and each needs a slot to finish.
-func (f *Function) acquire(ctx context.Context) (*instance, error) {
-	if err := f.enter(ctx); err != nil {
+// when ctx ends first, or, for a request's first call (admit), when its
+// wait passes the queue timeout. It takes the run slot first, then an idle
+// instance or a new one while the pool has room; when it must wait for an
+// instance it gives the slot back meanwhile, because the instances it
+// waits for may be parked in the ledger, and each needs a slot to finish.
+func (f *Function) acquire(ctx context.Context, admit bool) (*instance, error) {
+	q := queueWait{}
+	if admit {
+		q.limit = f.module.engine.queue
+	}
+	defer q.stop()
+	if err := f.enter(ctx, &q); err != nil {
 		return nil, err
 	}
 	select {
@@ -143,9 +156,11 @@ func (f *Function) acquire(ctx context.Context) (*instance, error) {
 			return nil, err
 		}
 	case <-ctx.Done():
-		return nil, ErrOverloaded
+		return nil, errNoneBeforeDeadline
+	case <-q.expired():
+		return nil, errNoneWithinQueue
 	}
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, &q); err != nil {
 		f.idle <- inst // unused: nothing to reset
 		return nil, err
 	}
@@ -173,7 +188,8 @@ func (f *Function) tryEnter() bool {
 	}
 }
 
-func (f *Function) enter(ctx context.Context) error {
+// enter waits for a run slot until ctx ends or q expires (q may be nil).
+func (f *Function) enter(ctx context.Context, q *queueWait) error {
 	if f.tryEnter() {
 		return nil
 	}
@@ -181,7 +197,41 @@ func (f *Function) enter(ctx context.Context) error {
 	case f.running <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return ErrOverloaded
+		return errNoneBeforeDeadline
+	case <-q.expired():
+		return errNoneWithinQueue
+	}
+}
+
+// queueWait is a new request's budget for waiting (Options.QueueTimeout).
+// Its timer starts at the first wait, so a call that finds an instance and
+// a slot free costs none. Only a request's first call has one: a call back
+// from the ledger or resuming after an Await has reserved credits or made
+// its upstream call, and shedding it would waste both; it waits for its
+// deadline instead. Under overload, new requests are answered 503
+// overloaded after the budget instead of queueing until their deadline,
+// so the requests admitted finish within about the budget and the queue,
+// its goroutines and its memory stay bounded by the arrival rate times it.
+type queueWait struct {
+	limit time.Duration // 0: no budget
+	timer *time.Timer
+}
+
+// expired is the channel that fires when the budget is spent; nil (never)
+// without a budget.
+func (q *queueWait) expired() <-chan time.Time {
+	if q == nil || q.limit <= 0 {
+		return nil
+	}
+	if q.timer == nil {
+		q.timer = time.NewTimer(q.limit)
+	}
+	return q.timer.C
+}
+
+func (q *queueWait) stop() {
+	if q.timer != nil {
+		q.timer.Stop()
 	}
 }
 
@@ -194,7 +244,7 @@ func (f *Function) reenter(ctx context.Context) bool {
 		return true
 	}
 	start := time.Now()
-	err := f.enter(ctx)
+	err := f.enter(ctx, nil)
 	if t := timingFrom(ctx); t != nil {
 		t.queue.Add(int64(time.Since(start)))
 	}
@@ -255,7 +305,7 @@ const maxAwaits = 8
 // upstream holds a goroutine and its buffers, never an instance.
 func (f *Function) Handle(ctx context.Context, req *abi.Request) (abi.Response, error) {
 	for awaits := 0; ; awaits++ {
-		resp, err := f.run(ctx, req)
+		resp, err := f.run(ctx, req, awaits == 0)
 		if err != nil || resp.Await == nil {
 			return resp, err
 		}
@@ -269,9 +319,9 @@ func (f *Function) Handle(ctx context.Context, req *abi.Request) (abi.Response, 
 }
 
 // run makes one call into a pooled instance.
-func (f *Function) run(ctx context.Context, req *abi.Request) (abi.Response, error) {
+func (f *Function) run(ctx context.Context, req *abi.Request, admit bool) (abi.Response, error) {
 	queued := time.Now()
-	inst, err := f.acquire(ctx)
+	inst, err := f.acquire(ctx, admit)
 	if t := timingFrom(ctx); t != nil {
 		t.queue.Add(int64(time.Since(queued)))
 	}

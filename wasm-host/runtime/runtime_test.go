@@ -28,6 +28,8 @@ type fakeServices struct {
 	// ledgerWait, when set before the first call, runs at the start of
 	// every ledger batch: a test holds calls in the ledger with it.
 	ledgerWait func()
+	// fetchWait, likewise, runs at the start of every fetch.
+	fetchWait func()
 }
 
 func (f *fakeServices) services() Services {
@@ -43,6 +45,9 @@ func (f *fakeServices) services() Services {
 			return res
 		},
 		Fetch: func(ctx context.Context, r *abi.FetchRequest) abi.FetchResponse {
+			if f.fetchWait != nil {
+				f.fetchWait()
+			}
 			return abi.FetchResponse{Status: 201, Headers: abi.Headers{{Name: "x-credential", Value: r.Credential}}, Body: append([]byte("got:"), r.Body...)}
 		},
 		AI: func(ctx context.Context, a *abi.AIRequest) abi.AIResponse {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"decisiongateway/shared/policy"
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/routes"
+	"decisiongateway/wasm-host/runtime"
 )
 
 // noting answers with status after noting a cause, as the host's fetch
@@ -68,5 +70,34 @@ func TestLogLevelsAndCauses(t *testing.T) {
 		if _, err := hostconfig.LogLevel(bad); err == nil || !strings.Contains(err.Error(), "GATEWAY_LOG_LEVEL") {
 			t.Errorf("LogLevel(%q): %v", bad, err)
 		}
+	}
+}
+
+// refusing fails as a pool does that found no instance in time.
+type refusing struct{ err error }
+
+func (r refusing) Handle(context.Context, *abi.Request) (abi.Response, error) {
+	return abi.Response{}, r.err
+}
+
+// A request refused for overload is answered 503 overloaded with a
+// Retry-After, and logged once: its request line, a warning with the cause.
+func TestOverloadedIsAnsweredWithRetryAfterAndLoggedOnce(t *testing.T) {
+	var logs bytes.Buffer
+	err := fmt.Errorf("%w: no free instance within the queue timeout", runtime.ErrOverloaded)
+	s := &Server{Routes: routes.Table, Functions: map[string]Handler{"config": refusing{err}}, Timeout: time.Minute,
+		Log: slog.New(slog.NewJSONHandler(&logs, nil))}
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, httptest.NewRequest("GET", "/api/service/config", nil))
+	if w.Code != 503 || w.Header().Get(policy.HErrorCode) != string(contract.Overloaded) || w.Header().Get("Retry-After") != "1" {
+		t.Fatalf("answered %d %v", w.Code, w.Header())
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	var line map[string]any
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &line) != nil {
+		t.Fatalf("logged %q, want one request line", logs.String())
+	}
+	if line["level"] != "WARN" || line["msg"] != "request" || line["code"] != "overloaded" || line["cause"] != err.Error() {
+		t.Fatalf("logged %v", line)
 	}
 }

@@ -230,12 +230,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string) (abi.
 // failure turns a function failure into a platform error. The instance that
 // failed has already been discarded by the pool.
 func (s *Server) failure(ctx context.Context, rid, fn string, err error) abi.Response {
-	s.Log.Error("function failed", "request_id", rid, "function", fn, "error", err.Error())
-	switch {
-	case errors.Is(err, runtime.ErrOverloaded):
+	if errors.Is(err, runtime.ErrOverloaded) {
+		// Nothing ran, and the request's own line (a warning) names the
+		// cause: under overload a second line per refused request would
+		// only add to the load.
 		resp := policy.Error(contract.Overloaded, "every instance of this function is busy; retry shortly")
 		resp.Headers.Set(policy.HRetryAfter, "1")
 		return resp
+	}
+	s.Log.Error("function failed", "request_id", rid, "function", fn, "error", err.Error())
+	switch {
 	case errors.Is(err, runtime.ErrUnavailable):
 		return policy.Error(contract.FunctionUnavailable, "the "+fn+" function is not deployed on this host")
 	case errors.Is(err, context.DeadlineExceeded):

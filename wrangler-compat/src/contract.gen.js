@@ -235,6 +235,13 @@ export const SETTINGS = Object.freeze([
     "rule": "a Go duration \u003e 0 (30s, 24h)"
   },
   {
+    "name": "GATEWAY_QUEUE_TIMEOUT",
+    "default": "1s",
+    "kind": "duration",
+    "doc": "how long a new request may wait for its function to start; past it, 503 overloaded",
+    "rule": "a Go duration \u003e 0 (30s, 24h)"
+  },
+  {
     "name": "GATEWAY_FUNCTIONS_DIR",
     "default": "build/functions",
     "kind": "text",

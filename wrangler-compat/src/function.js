@@ -28,6 +28,13 @@ function requestTimeout(env) {
   return parseDuration(env.GATEWAY_REQUEST_TIMEOUT || DEFAULT_TIMEOUT);
 }
 
+/** A new request's wait for an instance: GATEWAY_QUEUE_TIMEOUT, checked, or its default. */
+const DEFAULT_QUEUE = SETTINGS.find((s) => s.name === "GATEWAY_QUEUE_TIMEOUT").default;
+
+function queueTimeout(env) {
+  return parseDuration(env.GATEWAY_QUEUE_TIMEOUT || DEFAULT_QUEUE);
+}
+
 /**
  * checked is env with its settings checked once per isolate (settings.js):
  * the env object a Worker gets is the same for every request of the isolate.
@@ -100,6 +107,7 @@ export function functionWorker({ name, module, version, sha256, routes }) {
     // instances read their settings from it once, as they initialise.
     pool ??= new Pool(name, module, env);
     const timeoutMs = requestTimeout(env);
+    const queueMs = queueTimeout(env);
     const deadline = Date.now() + timeoutMs;
     try {
       // An Await hands the upstream call to us: the instance goes back to
@@ -114,7 +122,7 @@ export function functionWorker({ name, module, version, sha256, routes }) {
           } finally {
             timing.fnMs += Date.now() - start;
           }
-        }, Math.max(1, deadline - Date.now()));
+        }, Math.max(1, deadline - Date.now()), awaits === 0 ? queueMs : 0);
         if (!answer.await) {
           answer.headers.push(["x-function-version", version]);
           return answer;

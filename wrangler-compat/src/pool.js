@@ -13,7 +13,10 @@
 // upstream has handed the call to the host (an Await) and holds no instance,
 // so an instance is busy only while the function computes or waits on the
 // ledger. A request that finds them all busy waits for one until its
-// deadline, then gets 503 overloaded.
+// deadline, then gets 503 overloaded; a new request (its first call) waits
+// at most GATEWAY_QUEUE_TIMEOUT, as on the wazero host (runtime, pool.go):
+// a call resuming after an Await has made its upstream call and waits for
+// its deadline.
 //
 // Memory: a module's heap is an arena reset after every call the pool keeps
 // the instance for (Instance.reset, schema/abi.md "The arena"), so its
@@ -30,10 +33,10 @@ export const MAX_INSTANCES = 8;
 /** An instance whose linear memory has grown past this is not reused. */
 export const RECYCLE_BYTES = 4 << 20;
 
-/** No instance became free before the request's deadline. */
+/** No instance became free before the request's deadline or within its queue timeout. */
 export class Overloaded extends Error {
   constructor(name) {
-    super(`no instance of ${name} became free before the deadline`);
+    super(`no instance of ${name} became free in time`);
     this.name = "Overloaded";
   }
 }
@@ -60,14 +63,15 @@ export class Pool {
   /**
    * run lends an instance to fn for one request and takes it back when fn
    * settles; if fn throws, the instance is discarded and the error rethrown.
-   * timeoutMs bounds the whole request, the wait for an instance included.
+   * timeoutMs bounds the whole request, the wait for an instance included;
+   * queueMs, when given, bounds the wait alone (a new request's).
    * When it passes during the call, run throws DeadlineExceeded and writes
    * the instance off at once: wasm cannot be interrupted, and a call
    * suspended on an import may never resume once the request is gone.
    */
-  async run(fn, timeoutMs) {
+  async run(fn, timeoutMs, queueMs = 0) {
     const deadline = Date.now() + timeoutMs;
-    const inst = await this.#acquire(deadline);
+    const inst = await this.#acquire(queueMs > 0 ? Math.min(deadline, Date.now() + queueMs) : deadline);
     let state = "running"; // then "ok", "failed" or "expired"
     const work = (async () => fn(inst))();
     work.then(

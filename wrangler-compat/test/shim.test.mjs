@@ -15,6 +15,7 @@ import { hostFetch } from "../src/fetch.js";
 import { parseLibsqlURL } from "../src/ledger.js";
 import { classify, scalarSelect } from "../src/sqlshape.js";
 import { Wasi } from "../src/wasi.js";
+import { Pool, Overloaded, MAX_INSTANCES } from "../src/pool.js";
 
 test("config reads only module settings, fills their defaults and never reads a secret", () => {
   const env = {
@@ -246,4 +247,21 @@ test("fetch failures come back as timeout, too_large and connect", async () => {
   }
   const gone = await hostFetch(fetchReq(`${up.url}/x`), { UPSTREAM_URL: up.url });
   assert.deepEqual([gone.status, gone.errKind], [0, "connect"]);
+});
+
+test("a new request waits for an instance at most its queue timeout; a resumed call waits for its deadline", async () => {
+  // Every instance the isolate may keep is live, one of them idle; a call
+  // takes that one for 300 ms.
+  const pool = new Pool("f", null, {});
+  pool.idle.push({ memoryBytes: () => 0, reset: () => true });
+  pool.live = MAX_INSTANCES;
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  let busyDone = false;
+  const busy = pool.run(async () => { await sleep(300); return "busy"; }, 10_000).finally(() => { busyDone = true; });
+  const fresh = pool.run(async () => "fresh", 10_000, 50); // a new request: queue timeout 50 ms
+  const resumed = pool.run(async () => "resumed", 10_000); // a continuation: no queue timeout
+  await assert.rejects(fresh, Overloaded);
+  assert.equal(busyDone, false, "the new request was refused at its queue timeout, before the instance was free");
+  assert.equal(await resumed, "resumed");
+  assert.equal(await busy, "busy");
 });

@@ -119,6 +119,13 @@ func handle(env *platform.Env, req *abi.Request) abi.Response {
 			h = append(h, abi.Header{Name: "x-upstream-" + f.Name, Value: f.Value})
 		}
 		return abi.Response{Status: 200, Headers: h, Body: res.Body}
+	case "/await":
+		// Hands a fetch to the host (an Await) and answers with what it
+		// got once resumed, possibly on another instance.
+		if r := req.Resume; r != nil && r.Fetch != nil {
+			return abi.Response{Status: 200, Body: append(append([]byte{}, r.State...), r.Fetch.Body...)}
+		}
+		return abi.Response{Await: &abi.Await{State: []byte("resumed:"), Fetch: &abi.FetchRequest{Method: "POST", URL: "https://upstream.test/", Body: req.Body}}}
 	case "/log":
 		env.Info("hello from the guest", "answer", "42")
 		return abi.Response{Status: 204}
