@@ -41,11 +41,11 @@ var (
 // the statements' compilation) was shared by fewer decisions (README,
 // closed16/small/sqld).
 type Function struct {
-	module  *Module
-	size    int
-	idle    chan *instance
-	slots   chan struct{} // one token per live instance, at most waitFactor × size
-	running chan struct{} // one token per call that is computing, at most size
+	module *Module
+	size   int
+	idle   chan *instance
+	slots  chan struct{} // one token per live instance, at most waitFactor × size
+	gate   *gate         // the run slots: calls computing, at most size
 
 	created   atomic.Int64
 	discarded atomic.Int64
@@ -65,7 +65,7 @@ func NewFunction(ctx context.Context, m *Module, size, warm int) (*Function, err
 	}
 	live := size * waitFactor
 	f := &Function{module: m, size: size, idle: make(chan *instance, live), slots: make(chan struct{}, live),
-		running: make(chan struct{}, size)}
+		gate: newGate(size)}
 	for i := 0; i < warm && i < size; i++ {
 		f.slots <- struct{}{}
 		inst, err := f.create(ctx)
@@ -127,7 +127,7 @@ func (f *Function) acquire(ctx context.Context, admit bool) (*instance, error) {
 		q.limit = f.module.engine.queue
 	}
 	defer q.stop()
-	if err := f.enter(ctx, &q); err != nil {
+	if err := f.enter(ctx, &q, !admit); err != nil {
 		return nil, err
 	}
 	select {
@@ -160,7 +160,7 @@ func (f *Function) acquire(ctx context.Context, admit bool) (*instance, error) {
 	case <-q.expired():
 		return nil, errNoneWithinQueue
 	}
-	if err := f.enter(ctx, &q); err != nil {
+	if err := f.enter(ctx, &q, !admit); err != nil {
 		f.idle <- inst // unused: nothing to reset
 		return nil, err
 	}
@@ -178,29 +178,15 @@ func (f *Function) create(ctx context.Context) (*instance, error) {
 }
 
 // tryEnter takes a run slot if one is free, enter waits for one until ctx
-// ends, and leave gives it back.
-func (f *Function) tryEnter() bool {
-	select {
-	case f.running <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
+// ends or q expires (q may be nil), ahead of new requests when the call
+// continues one (gate), and leave gives it back.
+func (f *Function) tryEnter() bool { return f.gate.try() }
 
-// enter waits for a run slot until ctx ends or q expires (q may be nil).
-func (f *Function) enter(ctx context.Context, q *queueWait) error {
-	if f.tryEnter() {
+func (f *Function) enter(ctx context.Context, q *queueWait, continuing bool) error {
+	if f.gate.try() {
 		return nil
 	}
-	select {
-	case f.running <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return errNoneBeforeDeadline
-	case <-q.expired():
-		return errNoneWithinQueue
-	}
+	return f.gate.wait(ctx, q, continuing)
 }
 
 // queueWait is a new request's budget for waiting (Options.QueueTimeout).
@@ -235,7 +221,7 @@ func (q *queueWait) stop() {
 	}
 }
 
-func (f *Function) leave() { <-f.running }
+func (f *Function) leave() { f.gate.leave() }
 
 // reenter takes a run slot for a call back from the ledger (imports.go).
 // Waiting for it is queueing, not the function's time (Timing).
@@ -244,7 +230,7 @@ func (f *Function) reenter(ctx context.Context) bool {
 		return true
 	}
 	start := time.Now()
-	err := f.enter(ctx, nil)
+	err := f.enter(ctx, nil, true)
 	if t := timingFrom(ctx); t != nil {
 		t.queue.Add(int64(time.Since(start)))
 	}
@@ -339,21 +325,27 @@ func (f *Function) run(ctx context.Context, req *abi.Request, admit bool) (abi.R
 	c.function, c.requestID = f.module.name, req.RequestID
 	c.pool, c.running = f, true
 	resp, err := inst.call(ctx, c, req)
-	if c.running {
-		f.leave()
-	}
+	running := c.running
 	c.pool, c.running = nil, false
 	// Counted out before the instance goes back, or the next caller's
 	// count could see it in use twice.
 	f.inUse.Add(-1)
+	// The instance goes back (or is discarded) before the run slot: the
+	// call the slot goes to finds it idle instead of making another.
 	if err != nil {
 		f.discard(inst)
+	} else {
+		f.release(inst)
+	}
+	if running {
+		f.leave()
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return abi.Response{}, fmt.Errorf("%w: %v", context.Cause(ctx), err)
 		}
 		return abi.Response{}, err
 	}
-	f.release(inst)
 	return resp, nil
 }
 

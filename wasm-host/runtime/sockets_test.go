@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,17 +75,24 @@ func TestSocketBuildStoppedByDeadline(t *testing.T) {
 
 func TestSocketBuildReachesLedgerAndConfinesKey(t *testing.T) {
 	const key = "sk-socket-test-4a1d"
-	var got []string
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// What the servers saw, in their own goroutines.
+	var (
+		mu  sync.Mutex
+		got []string
+	)
+	saw := func(r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
 		got = append(got, r.Header.Get("Authorization"))
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		saw(r)
 		w.Write([]byte("answer"))
 	}))
 	defer up.Close()
 	// Another origin the guest may reach (the mail service's): the
 	// operator's upstream key must never be sent there.
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = append(got, r.Header.Get("Authorization"))
-	}))
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { saw(r) }))
 	defer other.Close()
 	f, fs := newSocketFunction(t, 1, "LIBSQL_URL="+sqldtest.Start(t), "UPSTREAM_URL="+up.URL,
 		"UPSTREAM_API_KEY="+key, "MAIL_URL="+other.URL, "SERVICE_RATE_LIMIT=77")
@@ -113,8 +121,11 @@ func TestSocketBuildReachesLedgerAndConfinesKey(t *testing.T) {
 	if r := fetch("http://"+testenv.FreeAddr(t)+"/", ""); r.Headers.Get("x-fetch-error") != abi.FetchErrDenied {
 		t.Fatalf("an origin not allowed: %v", r.Headers)
 	}
-	if len(got) != 1 || got[0] != "Bearer "+key {
-		t.Fatalf("Authorization seen by the servers: %q", got)
+	mu.Lock()
+	seen := append([]string(nil), got...)
+	mu.Unlock()
+	if len(seen) != 1 || seen[0] != "Bearer "+key {
+		t.Fatalf("Authorization seen by the servers: %q", seen)
 	}
 	// The module's log lines reach the host through a pipe, after the call.
 	call(t, f, abi.Request{Path: "/log", RequestID: "rid-7"})

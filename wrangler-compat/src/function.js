@@ -122,7 +122,7 @@ export function functionWorker({ name, module, version, sha256, routes }) {
           } finally {
             timing.fnMs += Date.now() - start;
           }
-        }, Math.max(1, deadline - Date.now()), awaits === 0 ? queueMs : 0);
+        }, Math.max(1, deadline - Date.now()), awaits === 0 ? { queueMs } : { continuing: true });
         if (!answer.await) {
           answer.headers.push(["x-function-version", version]);
           return answer;

@@ -15,8 +15,9 @@
 // ledger. A request that finds them all busy waits for one until its
 // deadline, then gets 503 overloaded; a new request (its first call) waits
 // at most GATEWAY_QUEUE_TIMEOUT, as on the wazero host (runtime, pool.go):
-// a call resuming after an Await has made its upstream call and waits for
-// its deadline.
+// a call resuming after an Await has made its upstream call, waits for its
+// deadline, and gets a freed instance before any new request (gate.go says
+// why).
 //
 // Memory: a module's heap is an arena reset after every call the pool keeps
 // the instance for (Instance.reset, schema/abi.md "The arena"), so its
@@ -57,21 +58,23 @@ export class Pool {
     this.env = env; // the settings' source while an instance initialises
     this.idle = [];
     this.live = 0; // instances created and not discarded, idle or busy
-    this.waiters = []; // resolve functions of requests waiting for a slot
+    this.waiters = []; // resolve functions of new requests waiting for a slot
+    this.continuing = []; // and of continuing calls, served first
   }
 
   /**
    * run lends an instance to fn for one request and takes it back when fn
    * settles; if fn throws, the instance is discarded and the error rethrown.
    * timeoutMs bounds the whole request, the wait for an instance included;
-   * queueMs, when given, bounds the wait alone (a new request's).
+   * queueMs, when given, bounds the wait alone (a new request's), and a
+   * continuing call (resuming after an Await) waits ahead of new ones.
    * When it passes during the call, run throws DeadlineExceeded and writes
    * the instance off at once: wasm cannot be interrupted, and a call
    * suspended on an import may never resume once the request is gone.
    */
-  async run(fn, timeoutMs, queueMs = 0) {
+  async run(fn, timeoutMs, { queueMs = 0, continuing = false } = {}) {
     const deadline = Date.now() + timeoutMs;
-    const inst = await this.#acquire(queueMs > 0 ? Math.min(deadline, Date.now() + queueMs) : deadline);
+    const inst = await this.#acquire(queueMs > 0 ? Math.min(deadline, Date.now() + queueMs) : deadline, continuing);
     let state = "running"; // then "ok", "failed" or "expired"
     const work = (async () => fn(inst))();
     work.then(
@@ -97,7 +100,7 @@ export class Pool {
     }
   }
 
-  async #acquire(deadline) {
+  async #acquire(deadline, continuing) {
     for (;;) {
       const inst = this.idle.pop();
       if (inst) return inst;
@@ -110,12 +113,13 @@ export class Pool {
           throw e;
         }
       }
-      if (!(await this.#wait(deadline))) throw new Overloaded(this.name);
+      if (!(await this.#wait(deadline, continuing))) throw new Overloaded(this.name);
     }
   }
 
   /** wait resolves true when an instance or a slot may be free, false at the deadline. */
-  #wait(deadline) {
+  #wait(deadline, continuing) {
+    const line = continuing ? "continuing" : "waiters";
     return new Promise((resolve) => {
       const waiter = (ok) => {
         clearTimeout(timer);
@@ -123,17 +127,17 @@ export class Pool {
       };
       const timer = setTimeout(
         () => {
-          this.waiters = this.waiters.filter((w) => w !== waiter);
+          this[line] = this[line].filter((w) => w !== waiter);
           resolve(false);
         },
         Math.max(0, deadline - Date.now()),
       );
-      this.waiters.push(waiter);
+      this[line].push(waiter);
     });
   }
 
   #wake() {
-    this.waiters.shift()?.(true);
+    (this.continuing.shift() ?? this.waiters.shift())?.(true);
   }
 
   /** free gives up an instance's slot. */

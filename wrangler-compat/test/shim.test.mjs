@@ -249,7 +249,7 @@ test("fetch failures come back as timeout, too_large and connect", async () => {
   assert.deepEqual([gone.status, gone.errKind], [0, "connect"]);
 });
 
-test("a new request waits for an instance at most its queue timeout; a resumed call waits for its deadline", async () => {
+test("a new request waits for an instance at most its queue timeout; a resumed call waits for its deadline, ahead of new ones", async () => {
   // Every instance the isolate may keep is live, one of them idle; a call
   // takes that one for 300 ms.
   const pool = new Pool("f", null, {});
@@ -258,10 +258,12 @@ test("a new request waits for an instance at most its queue timeout; a resumed c
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
   let busyDone = false;
   const busy = pool.run(async () => { await sleep(300); return "busy"; }, 10_000).finally(() => { busyDone = true; });
-  const fresh = pool.run(async () => "fresh", 10_000, 50); // a new request: queue timeout 50 ms
-  const resumed = pool.run(async () => "resumed", 10_000); // a continuation: no queue timeout
+  const served = [];
+  const fresh = pool.run(async () => "fresh", 10_000, { queueMs: 50 }); // a new request: queue timeout 50 ms
+  const patient = pool.run(async () => served.push("new"), 10_000, { queueMs: 5_000 }); // a new request that waits long enough
+  const resumed = pool.run(async () => served.push("resumed"), 10_000, { continuing: true }); // a continuation: no queue timeout
   await assert.rejects(fresh, Overloaded);
   assert.equal(busyDone, false, "the new request was refused at its queue timeout, before the instance was free");
-  assert.equal(await resumed, "resumed");
-  assert.equal(await busy, "busy");
+  await Promise.all([resumed, patient, busy]);
+  assert.deepEqual(served, ["resumed", "new"], "the continuation, queued last, was served first");
 });
