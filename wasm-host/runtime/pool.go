@@ -195,9 +195,10 @@ func (f *Function) enter(ctx context.Context, q *queueWait, continuing bool) err
 // from the ledger or resuming after an Await has reserved credits or made
 // its upstream call, and shedding it would waste both; it waits for its
 // deadline instead. Under overload, new requests are answered 503
-// overloaded after the budget instead of queueing until their deadline,
-// so the requests admitted finish within about the budget and the queue,
-// its goroutines and its memory stay bounded by the arrival rate times it.
+// overloaded after the budget instead of queueing until their deadline, so
+// the wait of the requests admitted stays within about twice the budget
+// (theirs, and their continuation's for an instance) instead of growing for
+// as long as the overload lasts (schema/abi.md, "Overload").
 type queueWait struct {
 	limit time.Duration // 0: no budget
 	timer *time.Timer
