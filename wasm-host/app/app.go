@@ -172,6 +172,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		Routes: routes.Table, Functions: handlers, Timeout: cfg.RequestTimeout, Log: log,
 		Client:      a.client(),
 		BodyTimeout: cfg.BodyTimeout,
+		MaxRequests: cfg.MaxRequests,
 		Observer:    a.Metrics,
 	}
 	// GET requests no route takes are the browser console's page and assets.

@@ -33,6 +33,9 @@ type Config struct {
 	// QueueTimeout bounds a new request's wait for its function to start
 	// (runtime.Options.QueueTimeout).
 	QueueTimeout time.Duration
+	// MaxRequests bounds the function requests served at once
+	// (server.Server.MaxRequests).
+	MaxRequests  int
 	FunctionsDir string
 	Dev          bool
 
@@ -88,6 +91,7 @@ func From(getenv func(string) string) (*Config, error) {
 		PoolSize:          contract.IntValue(v["GATEWAY_POOL_SIZE"]),
 		RequestTimeout:    contract.DurationValue(v["GATEWAY_REQUEST_TIMEOUT"]),
 		QueueTimeout:      contract.DurationValue(v["GATEWAY_QUEUE_TIMEOUT"]),
+		MaxRequests:       contract.IntValue(v["GATEWAY_MAX_REQUESTS"]),
 		Origin:            v["SERVICE_ORIGIN"],
 		ForwardedHeader:   v["GATEWAY_FORWARDED_HEADER"],
 		ReadHeaderTimeout: contract.DurationValue(v["GATEWAY_READ_HEADER_TIMEOUT"]),

@@ -101,3 +101,56 @@ func TestOverloadedIsAnsweredWithRetryAfterAndLoggedOnce(t *testing.T) {
 		t.Fatalf("logged %v", line)
 	}
 }
+
+// holding answers once release is closed, telling entered when it starts.
+type holding struct{ entered, release chan struct{} }
+
+func (h holding) Handle(context.Context, *abi.Request) (abi.Response, error) {
+	h.entered <- struct{}{}
+	<-h.release
+	return abi.Response{Status: 200}, nil
+}
+
+// Past MaxRequests in flight a request is refused at once, without reaching
+// its function; once one finishes the next is served.
+func TestRequestsPastTheLimitAreRefusedAtOnce(t *testing.T) {
+	h := holding{entered: make(chan struct{}, 4), release: make(chan struct{})}
+	var logs bytes.Buffer
+	s := &Server{Routes: routes.Table, Functions: map[string]Handler{"config": h}, Timeout: time.Minute, MaxRequests: 2,
+		Log: slog.New(slog.NewJSONHandler(&logs, nil))}
+	get := func() *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest("GET", "/api/service/config", nil))
+		return w
+	}
+	held := make(chan int, 2)
+	for range 2 {
+		go func() { held <- get().Code }()
+		<-h.entered
+	}
+	third := make(chan *httptest.ResponseRecorder, 1)
+	go func() { third <- get() }()
+	select {
+	case w := <-third:
+		if w.Code != 503 || w.Header().Get(policy.HErrorCode) != string(contract.Overloaded) || w.Header().Get("Retry-After") != "1" {
+			t.Fatalf("a third request with two in flight and a limit of 2: %d %v", w.Code, w.Header())
+		}
+	case <-h.entered:
+		close(h.release)
+		t.Fatal("a third request with two in flight and a limit of 2 reached its function")
+	}
+	h.release <- struct{}{}
+	if code := <-held; code != 200 {
+		t.Fatalf("a held request answered %d", code)
+	}
+	close(h.release)
+	if w := get(); w.Code != 200 {
+		t.Fatalf("a request once one had finished: %d", w.Code)
+	}
+	if code := <-held; code != 200 {
+		t.Fatalf("a held request answered %d", code)
+	}
+	if !strings.Contains(logs.String(), `"cause":"GATEWAY_MAX_REQUESTS requests in flight"`) {
+		t.Fatalf("the refusal's log line names no cause: %s", logs.String())
+	}
+}

@@ -242,6 +242,14 @@ export const SETTINGS = Object.freeze([
     "rule": "a Go duration \u003e 0 (30s, 24h)"
   },
   {
+    "name": "GATEWAY_MAX_REQUESTS",
+    "default": "4096",
+    "kind": "int",
+    "min": 1,
+    "doc": "function requests a wazero host serves at once, those awaiting their upstream included; past it, 503 overloaded at once",
+    "rule": "a whole number ≥ 1"
+  },
+  {
     "name": "GATEWAY_FUNCTIONS_DIR",
     "default": "build/functions",
     "kind": "text",
