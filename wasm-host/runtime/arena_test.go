@@ -20,8 +20,8 @@ func TestResetSkipsOnlyReadOnlyData(t *testing.T) {
 	}
 	f, _ := newTestFunction(t, 1)
 	call(t, f, abi.Request{Path: "/echo"})
-	inst := <-f.idle
-	defer func() { f.idle <- inst }()
+	inst, _, _ := f.stock.take()
+	defer f.stock.put(inst)
 	a := inst.arena
 	if a.from <= a.start || a.from > a.mark || uint32(len(a.snapshot)) != a.mark-a.from {
 		t.Fatalf("arena start %d, from %d, mark %d, snapshot %d bytes: the read-only data is restored too", a.start, a.from, a.mark, len(a.snapshot))

@@ -12,9 +12,8 @@ import (
 // request, each kind in the order they came. Under overload the calls
 // waiting are mostly new requests, each for up to its queue timeout; a
 // continuation queued behind them would wait as long again, its credits
-// reserved and its upstream call made, and the requests the host admits
-// would take twice the queue timeout instead of about once
-// (schema/abi.md, "Overload").
+// reserved and its upstream call made (schema/abi.md, "Overload"; the
+// instances have the same two lines, stock.go).
 type gate struct {
 	mu    sync.Mutex
 	free  int

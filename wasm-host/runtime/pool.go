@@ -43,9 +43,8 @@ var (
 type Function struct {
 	module *Module
 	size   int
-	idle   chan *instance
-	slots  chan struct{} // one token per live instance, at most waitFactor × size
-	gate   *gate         // the run slots: calls computing, at most size
+	stock  *stock // the instances: idle ones, and at most waitFactor × size live
+	gate   *gate  // the run slots: calls computing, at most size
 
 	created   atomic.Int64
 	discarded atomic.Int64
@@ -63,16 +62,14 @@ func NewFunction(ctx context.Context, m *Module, size, warm int) (*Function, err
 	if size < 1 {
 		return nil, fmt.Errorf("runtime: pool size %d < 1", size)
 	}
-	live := size * waitFactor
-	f := &Function{module: m, size: size, idle: make(chan *instance, live), slots: make(chan struct{}, live),
-		gate: newGate(size)}
+	f := &Function{module: m, size: size, stock: &stock{max: size * waitFactor}, gate: newGate(size)}
 	for i := 0; i < warm && i < size; i++ {
-		f.slots <- struct{}{}
+		_, _, _ = f.stock.take() // counts it live: the stock is empty
 		inst, err := f.create(ctx)
 		if err != nil {
 			return nil, err
 		}
-		f.idle <- inst
+		f.stock.put(inst)
 	}
 	return f, nil
 }
@@ -92,7 +89,7 @@ type Stats struct {
 // Stats reports the pool's counters.
 func (f *Function) Stats() Stats {
 	return Stats{
-		Size: f.size, Idle: len(f.idle),
+		Size: f.size, Idle: f.stock.idleCount(),
 		Created: f.created.Load(), Discarded: f.discarded.Load(), Recycled: f.recycled.Load(),
 		InUse: f.inUse.Load(), PeakInUse: f.peakInUse.Load(), Awaiting: f.awaiting.Load(),
 	}
@@ -130,49 +127,39 @@ func (f *Function) acquire(ctx context.Context, admit bool) (*instance, error) {
 	if err := f.enter(ctx, &q, !admit); err != nil {
 		return nil, err
 	}
-	select {
-	case inst := <-f.idle:
-		return inst, nil
-	default:
-	}
-	select {
-	case inst := <-f.idle:
-		return inst, nil
-	case f.slots <- struct{}{}:
-		inst, err := f.create(ctx)
-		if err != nil {
-			f.leave()
+	if inst, mk, ok := f.stock.take(); ok {
+		if mk {
+			var err error
+			if inst, err = f.create(ctx); err != nil {
+				f.leave()
+				return nil, err
+			}
 		}
-		return inst, err
-	default:
+		return inst, nil
 	}
 	f.leave()
-	var inst *instance
-	select {
-	case inst = <-f.idle:
-	case f.slots <- struct{}{}:
-		var err error
+	inst, mk, err := f.stock.wait(ctx, &q, !admit)
+	if err != nil {
+		return nil, err
+	}
+	if mk {
 		if inst, err = f.create(ctx); err != nil {
 			return nil, err
 		}
-	case <-ctx.Done():
-		return nil, errNoneBeforeDeadline
-	case <-q.expired():
-		return nil, errNoneWithinQueue
 	}
 	if err := f.enter(ctx, &q, !admit); err != nil {
-		f.idle <- inst // unused: nothing to reset
+		f.stock.put(inst) // unused: nothing to reset
 		return nil, err
 	}
 	return inst, nil
 }
 
-// create makes an instance for a live-instance token the caller took, and
-// gives the token back when it cannot.
+// create makes the instance the stock let the caller make, and gives its
+// place back when it cannot.
 func (f *Function) create(ctx context.Context) (*instance, error) {
 	inst, err := f.newInstance(ctx)
 	if err != nil {
-		<-f.slots
+		f.stock.drop()
 	}
 	return inst, err
 }
@@ -196,9 +183,9 @@ func (f *Function) enter(ctx context.Context, q *queueWait, continuing bool) err
 // its upstream call, and shedding it would waste both; it waits for its
 // deadline instead. Under overload, new requests are answered 503
 // overloaded after the budget instead of queueing until their deadline, so
-// the wait of the requests admitted stays within about twice the budget
-// (theirs, and their continuation's for an instance) instead of growing for
-// as long as the overload lasts (schema/abi.md, "Overload").
+// the wait of the requests admitted stays within about the budget (their
+// continuations go first: gate.go, stock.go) instead of growing for as
+// long as the overload lasts (schema/abi.md, "Overload").
 type queueWait struct {
 	limit time.Duration // 0: no budget
 	timer *time.Timer
@@ -255,10 +242,10 @@ func (f *Function) release(inst *instance) {
 		go func() {
 			fresh, err := f.newInstance(context.Background())
 			if err != nil {
-				<-f.slots
+				f.stock.drop()
 				return
 			}
-			f.idle <- fresh
+			f.stock.put(fresh)
 		}()
 		return
 	}
@@ -267,7 +254,7 @@ func (f *Function) release(inst *instance) {
 		f.discard(inst)
 		return
 	}
-	f.idle <- inst
+	f.stock.put(inst)
 }
 
 // discard closes an instance whose state can no longer be trusted (it
@@ -275,7 +262,7 @@ func (f *Function) release(inst *instance) {
 func (f *Function) discard(inst *instance) {
 	inst.close(context.Background())
 	f.discarded.Add(1)
-	<-f.slots
+	f.stock.drop()
 }
 
 // maxAwaits bounds the outbound calls one request may hand to the host, so
@@ -355,12 +342,7 @@ func (f *Function) Close() {
 	f.mu.Lock()
 	f.closed = true
 	f.mu.Unlock()
-	for {
-		select {
-		case inst := <-f.idle:
-			f.discard(inst)
-		default:
-			return
-		}
+	for _, inst := range f.stock.drain() {
+		f.discard(inst)
 	}
 }

@@ -458,13 +458,13 @@ func TestEveryCallStartsFromInitsState(t *testing.T) {
 		if !bytes.Equal(resp.Body, body) {
 			t.Fatalf("call %d: echo differs", i)
 		}
-		inst := <-f.idle
+		inst, _, _ := f.stock.take()
 		if i == 0 {
 			size = inst.mod.Memory().Size()
 		} else if got := inst.mod.Memory().Size(); got != size {
 			t.Fatalf("call %d: memory %d bytes, after the first call %d", i, got, size)
 		}
-		f.idle <- inst
+		f.stock.put(inst)
 	}
 	if s := f.Stats(); s.Created != 1 || s.Recycled != 0 || s.Discarded != 0 {
 		t.Fatalf("stats %+v: want one instance serving every call", s)
@@ -476,8 +476,8 @@ func TestEveryCallStartsFromInitsState(t *testing.T) {
 func TestBrokenArenaIsNotReset(t *testing.T) {
 	f, _ := newTestFunction(t, 1)
 	call(t, f, abi.Request{Path: "/echo"})
-	inst := <-f.idle
-	defer func() { f.idle <- inst }()
+	inst, _, _ := f.stock.take()
+	defer f.stock.put(inst)
 	if inst.arena == nil {
 		t.Fatal("testguest has no arena: is it built by scripts/build-functions.sh?")
 	}
