@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"container/list"
 	"context"
 	"sync"
 )
@@ -17,8 +16,7 @@ import (
 type gate struct {
 	mu    sync.Mutex
 	free  int
-	cont  list.List // of chan struct{}: continuing calls waiting
-	fresh list.List // of chan struct{}: new requests waiting
+	lines lines[struct{}]
 }
 
 func newGate(size int) *gate { return &gate{free: size} }
@@ -34,9 +32,7 @@ func (g *gate) try() bool {
 	return ok
 }
 
-// wait takes a slot, waiting for one until ctx ends (errNoneBeforeDeadline)
-// or q expires (errNoneWithinQueue); q may be nil. continuing says which
-// line the call waits in.
+// wait takes a slot, waiting for one in its line (lines.await).
 func (g *gate) wait(ctx context.Context, q *queueWait, continuing bool) error {
 	g.mu.Lock()
 	if g.free > 0 {
@@ -44,44 +40,15 @@ func (g *gate) wait(ctx context.Context, q *queueWait, continuing bool) error {
 		g.mu.Unlock()
 		return nil
 	}
-	line := &g.fresh
-	if continuing {
-		line = &g.cont
-	}
-	ready := make(chan struct{})
-	elem := line.PushBack(ready)
-	g.mu.Unlock()
-	var err error
-	select {
-	case <-ready:
-		return nil
-	case <-ctx.Done():
-		err = errNoneBeforeDeadline
-	case <-q.expired():
-		err = errNoneWithinQueue
-	}
-	g.mu.Lock()
-	select {
-	case <-ready:
-		// Handed a slot as it gave up: pass it on.
-		g.mu.Unlock()
-		g.leave()
-		return err
-	default:
-		line.Remove(elem)
-	}
-	g.mu.Unlock()
+	_, err := g.lines.await(&g.mu, ctx, q, continuing, func(struct{}) { g.leave() })
 	return err
 }
 
-// leave gives a slot back: to the first continuing call waiting, else to
-// the first new request, else to whoever asks next.
+// leave gives a slot back: to the first waiter, else to whoever asks next.
 func (g *gate) leave() {
 	g.mu.Lock()
-	if e := g.cont.Front(); e != nil {
-		close(g.cont.Remove(e).(chan struct{}))
-	} else if e := g.fresh.Front(); e != nil {
-		close(g.fresh.Remove(e).(chan struct{}))
+	if w := g.lines.next(); w != nil {
+		w <- struct{}{}
 	} else {
 		g.free++
 	}

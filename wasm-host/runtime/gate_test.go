@@ -3,20 +3,18 @@ package runtime
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 )
 
 // queued waits until n calls wait in the continuing or the new line.
-func queued(g *gate, continuing bool, n int) {
+func queued[T any](mu *sync.Mutex, l *lines[T], continuing bool, n int) {
 	for {
-		g.mu.Lock()
-		l := g.fresh.Len()
-		if continuing {
-			l = g.cont.Len()
-		}
-		g.mu.Unlock()
-		if l >= n {
+		mu.Lock()
+		waiting := l.line(continuing).Len()
+		mu.Unlock()
+		if waiting >= n {
 			return
 		}
 		time.Sleep(time.Millisecond)
@@ -36,11 +34,11 @@ func TestGateGivesASlotToAContinuingCallFirst(t *testing.T) {
 		order <- name
 	}
 	go enter("new 1", false)
-	queued(g, false, 1)
+	queued(&g.mu, &g.lines, false, 1)
 	go enter("new 2", false)
-	queued(g, false, 2)
+	queued(&g.mu, &g.lines, false, 2)
 	go enter("continuing", true)
-	queued(g, true, 1)
+	queued(&g.mu, &g.lines, true, 1)
 	for _, want := range []string{"continuing", "new 1", "new 2"} {
 		g.leave()
 		if got := <-order; got != want {

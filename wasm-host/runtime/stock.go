@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"container/list"
 	"context"
 	"sync"
 )
@@ -17,8 +16,7 @@ type stock struct {
 	idle  []*instance
 	live  int
 	max   int
-	cont  list.List // of chan grant: continuing calls waiting
-	fresh list.List // of chan grant: new requests waiting
+	lines lines[grant]
 }
 
 // grant is what a waiter is given: an idle instance, or (nil) leave to make
@@ -46,64 +44,28 @@ func (s *stock) takeLocked() (inst *instance, mk, ok bool) {
 	return nil, false, false
 }
 
-// wait is take that waits, in the continuing or the new line, until ctx
-// ends or q expires (q may be nil).
+// wait is take that waits in its line (lines.await).
 func (s *stock) wait(ctx context.Context, q *queueWait, continuing bool) (*instance, bool, error) {
 	s.mu.Lock()
 	if inst, mk, ok := s.takeLocked(); ok {
 		s.mu.Unlock()
 		return inst, mk, nil
 	}
-	line := &s.fresh
-	if continuing {
-		line = &s.cont
-	}
-	ready := make(chan grant, 1)
-	elem := line.PushBack(ready)
-	s.mu.Unlock()
-	var err error
-	select {
-	case g := <-ready:
-		return g.inst, g.inst == nil, nil
-	case <-ctx.Done():
-		err = errNoneBeforeDeadline
-	case <-q.expired():
-		err = errNoneWithinQueue
-	}
-	s.mu.Lock()
-	select {
-	case g := <-ready:
-		// Given one as it gave up: pass it on.
-		s.mu.Unlock()
+	g, err := s.lines.await(&s.mu, ctx, q, continuing, func(g grant) {
 		if g.inst != nil {
 			s.put(g.inst)
 		} else {
 			s.drop()
 		}
-		return nil, false, err
-	default:
-		line.Remove(elem)
-	}
-	s.mu.Unlock()
-	return nil, false, err
-}
-
-// next removes and returns the first waiter, continuing calls first; nil
-// when none waits. The caller holds mu.
-func (s *stock) next() chan grant {
-	for _, line := range []*list.List{&s.cont, &s.fresh} {
-		if e := line.Front(); e != nil {
-			return line.Remove(e).(chan grant)
-		}
-	}
-	return nil
+	})
+	return g.inst, err == nil && g.inst == nil, err
 }
 
 // put gives back a live instance, ready for a call.
 func (s *stock) put(inst *instance) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w := s.next(); w != nil {
+	if w := s.lines.next(); w != nil {
 		w <- grant{inst}
 		return
 	}
@@ -115,7 +77,7 @@ func (s *stock) put(inst *instance) {
 func (s *stock) drop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w := s.next(); w != nil {
+	if w := s.lines.next(); w != nil {
 		w <- grant{}
 		return
 	}

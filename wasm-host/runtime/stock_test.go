@@ -7,23 +7,6 @@ import (
 	"time"
 )
 
-// waiting waits until n calls wait for an instance in the continuing or
-// the new line.
-func waiting(s *stock, continuing bool, n int) {
-	for {
-		s.mu.Lock()
-		l := s.fresh.Len()
-		if continuing {
-			l = s.cont.Len()
-		}
-		s.mu.Unlock()
-		if l >= n {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestStockGivesAnInstanceToAContinuingCallFirst(t *testing.T) {
 	s := &stock{max: 1}
 	if _, mk, ok := s.take(); !ok || !mk {
@@ -46,11 +29,11 @@ func TestStockGivesAnInstanceToAContinuingCallFirst(t *testing.T) {
 		order <- got{name, inst, mk}
 	}
 	go wait("new 1", false)
-	waiting(s, false, 1)
+	queued(&s.mu, &s.lines, false, 1)
 	go wait("new 2", false)
-	waiting(s, false, 2)
+	queued(&s.mu, &s.lines, false, 2)
 	go wait("continuing", true)
-	waiting(s, true, 1)
+	queued(&s.mu, &s.lines, true, 1)
 	inst := &instance{}
 	s.put(inst)
 	if g := <-order; g.name != "continuing" || g.inst != inst {
