@@ -63,12 +63,20 @@ func NewFunction(ctx context.Context, m *Module, size, warm int) (*Function, err
 		return nil, fmt.Errorf("runtime: pool size %d < 1", size)
 	}
 	f := &Function{module: m, size: size, stock: &stock{max: size * waitFactor}, gate: newGate(size)}
+	// Made before any goes into the stock, so that each take is leave to
+	// make one, never an idle one back.
+	var warmed []*instance
 	for i := 0; i < warm && i < size; i++ {
-		_, _, _ = f.stock.take() // counts it live: the stock is empty
+		if _, mk, _ := f.stock.take(); !mk {
+			break
+		}
 		inst, err := f.create(ctx)
 		if err != nil {
 			return nil, err
 		}
+		warmed = append(warmed, inst)
+	}
+	for _, inst := range warmed {
 		f.stock.put(inst)
 	}
 	return f, nil
