@@ -95,11 +95,7 @@ func TestCallBackFromTheLedgerIsNotRefused(t *testing.T) {
 
 func TestResumedCallIsNotRefused(t *testing.T) {
 	f, fs := newQueuedFunction(t, 50*time.Millisecond)
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	fs.fetchWait = func() {
-		entered <- struct{}{}
-		<-release
-	}
+	entered, release := holdFetch(fs)
 	answered := make(chan abi.Response, 1)
 	go func() {
 		resp, err := f.Handle(context.Background(), &abi.Request{Path: "/await", Body: []byte("x")})

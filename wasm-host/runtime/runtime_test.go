@@ -84,8 +84,14 @@ func newTestFunction(t *testing.T, size int) (*Function, *fakeServices) {
 }
 
 // newGuestFunction compiles the test guest module at wasm (relative to
-// build/) on an engine with opts and pools it.
+// build/) on an engine with opts and pools it, one instance warm.
 func newGuestFunction(t *testing.T, opts Options, wasm string, size int) (*Function, *fakeServices) {
+	t.Helper()
+	return newWarmedFunction(t, opts, wasm, size, 1)
+}
+
+// newWarmedFunction is newGuestFunction with warm instances made at once.
+func newWarmedFunction(t *testing.T, opts Options, wasm string, size, warm int) (*Function, *fakeServices) {
 	t.Helper()
 	ctx := context.Background()
 	fs := &fakeServices{}
@@ -98,7 +104,7 @@ func newGuestFunction(t *testing.T, opts Options, wasm string, size int) (*Funct
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := NewFunction(ctx, m, size, 1)
+	f, err := NewFunction(ctx, m, size, warm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,8 +243,17 @@ func TestWaitingForInstanceRespectsDeadline(t *testing.T) {
 // holdLedger makes every ledger batch of fs wait until release is closed,
 // and reports each batch that reached the ledger on entered.
 func holdLedger(fs *fakeServices) (entered chan struct{}, release chan struct{}) {
+	return hold(&fs.ledgerWait)
+}
+
+// holdFetch does the same to every fetch of fs.
+func holdFetch(fs *fakeServices) (entered chan struct{}, release chan struct{}) {
+	return hold(&fs.fetchWait)
+}
+
+func hold(wait *func()) (entered chan struct{}, release chan struct{}) {
 	entered, release = make(chan struct{}, 64), make(chan struct{})
-	fs.ledgerWait = func() {
+	*wait = func() {
 		entered <- struct{}{}
 		<-release
 	}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"decisiongateway/testkit/testenv"
 )
 
 func TestStockGivesAnInstanceToAContinuingCallFirst(t *testing.T) {
@@ -71,21 +69,7 @@ func TestStockWaiterThatGivesUpTakesNothing(t *testing.T) {
 
 // A pool warmed with several instances keeps every one of them idle.
 func TestPoolWarmsEachInstanceItAsksFor(t *testing.T) {
-	ctx := context.Background()
-	e, err := NewEngine(ctx, Options{CacheDir: t.TempDir()}, (&fakeServices{}).services())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
-	m, err := e.Compile(ctx, "testguest", testenv.Wasm(t, "testguests/testguest.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := NewFunction(ctx, m, 3, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, _ := newWarmedFunction(t, Options{CacheDir: t.TempDir()}, "testguests/testguest.wasm", 3, 3)
 	if st := f.Stats(); st.Created != 3 || st.Idle != 3 {
 		t.Fatalf("warmed 3: %d created, %d idle", st.Created, st.Idle)
 	}
