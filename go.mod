@@ -12,7 +12,9 @@ require (
 	github.com/stealthrocket/wasi-go v0.8.0
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/tursodatabase/libsql-client-go v0.0.0-20260528064733-9d5d30a29a60
+	github.com/valyala/fasthttp v1.78.0
 	github.com/valyala/fastjson v1.6.10
+	golang.org/x/net v0.62.0
 	modernc.org/sqlite v1.60.1
 )
 
@@ -37,11 +39,9 @@ require (
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/stealthrocket/wazergo v0.19.1 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
-	github.com/valyala/fasthttp v1.78.0 // indirect
 	github.com/valyala/fastrand v1.1.0 // indirect
 	github.com/valyala/histogram v1.2.0 // indirect
 	golang.org/x/exp v0.0.0-20240325151524-a685a6edb6d8 // indirect
-	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect

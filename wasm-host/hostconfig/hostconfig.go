@@ -35,9 +35,12 @@ type Config struct {
 	QueueTimeout time.Duration
 	// MaxRequests bounds the function requests served at once
 	// (server.Server.MaxRequests).
-	MaxRequests  int
-	FunctionsDir string
-	Dev          bool
+	MaxRequests int
+	// MaxConnections bounds the client connections the host keeps open;
+	// 0 means ConnectionsFor the process's open-file limit.
+	MaxConnections int
+	FunctionsDir   string
+	Dev            bool
 
 	// Origin is SERVICE_ORIGIN, checked to be an origin a browser sends.
 	Origin string
@@ -92,6 +95,7 @@ func From(getenv func(string) string) (*Config, error) {
 		RequestTimeout:    contract.DurationValue(v["GATEWAY_REQUEST_TIMEOUT"]),
 		QueueTimeout:      contract.DurationValue(v["GATEWAY_QUEUE_TIMEOUT"]),
 		MaxRequests:       contract.IntValue(v["GATEWAY_MAX_REQUESTS"]),
+		MaxConnections:    contract.IntValue(v["GATEWAY_MAX_CONNECTIONS"]),
 		Origin:            v["SERVICE_ORIGIN"],
 		ForwardedHeader:   v["GATEWAY_FORWARDED_HEADER"],
 		ReadHeaderTimeout: contract.DurationValue(v["GATEWAY_READ_HEADER_TIMEOUT"]),

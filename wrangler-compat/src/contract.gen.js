@@ -250,6 +250,14 @@ export const SETTINGS = Object.freeze([
     "rule": "a whole number ≥ 1"
   },
   {
+    "name": "GATEWAY_MAX_CONNECTIONS",
+    "default": "",
+    "kind": "int",
+    "min": 1,
+    "doc": "client connections a wazero host keeps open at once; past it, new ones wait in the listen backlog until one closes (unset: half the process's open-file limit, less 256)",
+    "rule": "a whole number ≥ 1"
+  },
+  {
     "name": "GATEWAY_FUNCTIONS_DIR",
     "default": "build/functions",
     "kind": "text",

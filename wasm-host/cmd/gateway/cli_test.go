@@ -122,6 +122,37 @@ func TestWrongCommandLinesExit2(t *testing.T) {
 	}
 }
 
+// serveUntil runs the gateway with args in dir, behind the command line
+// front when there is one (prlimit …), with the settings env besides the
+// functions and a data directory of its own; it decodes into into the
+// first log line whose msg is msg and returns once it has read it (or the
+// log ended). The process is stopped at the test's end.
+func serveUntil(t *testing.T, dir string, front, env []string, msg string, into any, args ...string) {
+	t.Helper()
+	argv := append(append(append([]string{}, front...), testenv.Binary(t)), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SERVICE_ADDR=127.0.0.1:0",
+		"GATEWAY_FUNCTIONS_DIR=" + filepath.Join(testenv.Root(t), "build", "functions"), "GATEWAY_DATA_DIR=" + t.TempDir()}, env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		var l struct{ Msg string }
+		if json.Unmarshal(lines.Bytes(), &l) == nil && l.Msg == msg {
+			json.Unmarshal(lines.Bytes(), into)
+			break
+		}
+	}
+	go io.Copy(io.Discard, stderr)
+}
+
 // `serve` with GATEWAY_METRICS_ADDR answers the metrics on that listener
 // to any client, labelled with the version --version prints.
 func TestServeAnswersMetricsOnTheirOwnListener(t *testing.T) {
@@ -130,27 +161,9 @@ func TestServeAnswersMetricsOnTheirOwnListener(t *testing.T) {
 		t.Fatalf("admin migrate:\n%s", out)
 	}
 	version, _, _ := cliRun(t, nil, "--version")
-	cmd := exec.Command(testenv.Binary(t), "serve")
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SERVICE_ADDR=127.0.0.1:0", "GATEWAY_METRICS_ADDR=127.0.0.1:0",
-		"GATEWAY_FUNCTIONS_DIR=" + filepath.Join(testenv.Root(t), "build", "functions"), "GATEWAY_DATA_DIR=" + t.TempDir()}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
-	var addr string
-	lines := bufio.NewScanner(stderr)
-	for addr == "" && lines.Scan() {
-		var l struct{ Msg, Addr string }
-		if json.Unmarshal(lines.Bytes(), &l) == nil && l.Msg == "serving metrics" {
-			addr = l.Addr
-		}
-	}
-	go io.Copy(io.Discard, stderr)
+	var serving struct{ Addr string }
+	serveUntil(t, dir, nil, []string{"GATEWAY_METRICS_ADDR=127.0.0.1:0"}, "serving metrics", &serving, "serve")
+	addr := serving.Addr
 	if addr == "" {
 		t.Fatal("serve never logged its metrics address")
 	}

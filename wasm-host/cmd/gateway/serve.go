@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"decisiongateway/wasm-host/app"
 	"decisiongateway/wasm-host/devmail"
 	"decisiongateway/wasm-host/emulator"
@@ -60,6 +62,10 @@ func serve(log *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Connections past the bound wait in the backlog: the descriptors
+	// left are the running requests' (hostconfig, connections.go).
+	maxConns := cfg.Connections()
+	ln = netutil.LimitListener(ln, maxConns)
 	defer ln.Close()
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
@@ -76,7 +82,7 @@ func serve(log *slog.Logger, args []string) error {
 		}
 		defer msrv.Close()
 	}
-	log.Info("serving", "addr", "http://"+ln.Addr().String(), "ledger", redactURL(cfg.LedgerURL), "upstream_kind", cfg.UpstreamKind, "functions", len(a.Functions), "dev", *dev)
+	log.Info("serving", "addr", "http://"+ln.Addr().String(), "ledger", redactURL(cfg.LedgerURL), "upstream_kind", cfg.UpstreamKind, "functions", len(a.Functions), "max_connections", maxConns, "dev", *dev)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
