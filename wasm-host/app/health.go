@@ -93,6 +93,11 @@ func (a *App) Ready(ctx context.Context) Readiness {
 		switch {
 		case !ok || f.Failed():
 			r.MissingFunctions = append(r.MissingFunctions, name)
+			if ok {
+				// Loaded again once its retry period is over
+				// (loadRetry), without holding up the probe.
+				go f.Ready()
+			}
 		case !f.Loaded():
 			loading = append(loading, name)
 		}

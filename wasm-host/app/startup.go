@@ -23,11 +23,15 @@ type Function struct {
 	// version is the module's label, function@sha (wasm-host/canary), for
 	// the pool metrics.
 	version string
-	once    sync.Once
 	load    func() (*wrt.Function, error)
-	// done is what loading gave, set once; nil until then, so it can be
-	// read without waiting on once.
+	// mu is held while loading, so that one call loads and the others
+	// wait for it.
+	mu sync.Mutex
+	// done is what the last load gave; nil until then, so it can be read
+	// without waiting on mu.
 	done atomic.Pointer[loaded]
+	// retry is how long a failed load stands (loadRetry).
+	retry time.Duration
 	// traffic counts the host's calls in flight (warm waits for them).
 	traffic *traffic
 }
@@ -35,10 +39,23 @@ type Function struct {
 type loaded struct {
 	fn  *wrt.Function
 	err error
+	// again is when a failed load may be tried again; final, never (the
+	// function is closed).
+	again time.Time
+	final bool
 }
 
+// loadRetry is how long a module that failed to load answers 503 before
+// the next call for it, or a readiness probe, loads it again. A load fails
+// for reasons that pass (the process out of file descriptors or memory
+// while it started, a file being replaced) as well as for ones that do not
+// (a module that does not compile); before, either kind left its routes
+// answering 503, and the host not ready, until a restart. Trying a module
+// that never loads costs one failed compile per period.
+const loadRetry = 5 * time.Second
+
 func (a *App) loader(name, path string, sum [32]byte) *Function {
-	return &Function{name: name, version: canary.VersionOfSum(name, sum).Label(), traffic: a.traffic, load: func() (*wrt.Function, error) {
+	return &Function{name: name, version: canary.VersionOfSum(name, sum).Label(), traffic: a.traffic, retry: loadRetry, load: func() (*wrt.Function, error) {
 		ctx := context.Background()
 		m, err := a.Engine.CompileFile(ctx, name, path, sum)
 		if err != nil {
@@ -49,14 +66,29 @@ func (a *App) loader(name, path string, sum [32]byte) *Function {
 	}}
 }
 
-// Ready loads the module if no one has yet, and returns its pool.
+// Ready loads the module if no one has yet, or if its last load failed
+// more than its retry period ago, and returns its pool.
 func (f *Function) Ready() (*wrt.Function, error) {
-	f.once.Do(func() {
-		fn, err := f.load()
-		f.done.Store(&loaded{fn, err})
-	})
-	d := f.done.Load()
-	return d.fn, d.err
+	if d := f.standing(); d != nil {
+		return d.fn, d.err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d := f.standing(); d != nil {
+		return d.fn, d.err
+	}
+	fn, err := f.load()
+	f.done.Store(&loaded{fn: fn, err: err, again: time.Now().Add(f.retry)})
+	return fn, err
+}
+
+// standing is the last load's outcome while it stands: a pool, a closed
+// function, or a failure not yet due for another try; nil otherwise.
+func (f *Function) standing() *loaded {
+	if d := f.done.Load(); d != nil && (d.fn != nil || d.final || time.Now().Before(d.again)) {
+		return d
+	}
+	return nil
 }
 
 // Loaded reports whether the module is loaded and serving.
@@ -91,10 +123,15 @@ func (f *Function) Handle(ctx context.Context, req *abi.Request) (abi.Response, 
 	return fn.Handle(ctx, req)
 }
 
-// Close closes the pool if the module was loaded.
+// Close closes the pool if the module was loaded; it is not loaded again.
 func (f *Function) Close() {
-	f.once.Do(func() { f.done.Store(&loaded{err: wrt.ErrUnavailable}) })
-	if d := f.done.Load(); d.fn != nil {
+	f.mu.Lock()
+	d := f.done.Load()
+	if d == nil || d.fn == nil {
+		f.done.Store(&loaded{err: wrt.ErrUnavailable, final: true})
+	}
+	f.mu.Unlock()
+	if d != nil && d.fn != nil {
 		d.fn.Close()
 	}
 }
