@@ -18,9 +18,8 @@ import (
 // have files open, does not take the descriptors the host's requests need:
 // a decision on a connection accepted before the flood is answered 200 (it
 // dials the upstream; the host before the bound answered 502
-// upstream_unavailable, its accept loop having taken every descriptor, and
-// modules loading meanwhile failed to open their files and answered 503
-// until a restart), and once the flood ends every module is loaded.
+// upstream_unavailable, its accept loop having taken every descriptor),
+// and once the flood ends the host is still ready.
 func TestServeKeepsDescriptorsForRequestsUnderAConnectionFlood(t *testing.T) {
 	prlimit, err := exec.LookPath("prlimit")
 	if err != nil {
@@ -56,8 +55,8 @@ func TestServeKeepsDescriptorsForRequestsUnderAConnectionFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	// The first connection is accepted before the flood: it is answered
-	// by the time this request is (the request goes to the same accept).
+	// Answered on it: the first connection is accepted, and every module
+	// is loaded, before the flood.
 	readyz(t, first, addr)
 	var flood []net.Conn
 	defer func() {
