@@ -10,9 +10,11 @@ import (
 	"decisiongateway/shared/ledgerq"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"decisiongateway/console"
@@ -45,6 +47,9 @@ type App struct {
 	handler http.Handler
 	ready   readyCache
 	traffic *traffic // what background warming yields to (startup.go)
+	// conns counts the client connections HTTPServer's server holds open
+	// (gateway_connections_open).
+	conns atomic.Int64
 }
 
 // releasePoll is how often a host reads the release table from the ledger:
@@ -203,6 +208,14 @@ func (a *App) HTTPServer() *http.Server {
 		IdleTimeout:       a.Config.IdleTimeout,
 		MaxHeaderBytes:    a.Config.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+		ConnState: func(_ net.Conn, state http.ConnState) {
+			switch state {
+			case http.StateNew:
+				a.conns.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				a.conns.Add(-1)
+			}
+		},
 	}
 }
 

@@ -40,6 +40,7 @@ func (a *App) observe(version string) {
 		}
 		return metrics.Ledger{RoundTrip: a.Ledger.RoundTrip(), Pipelined: a.Ledger.Stats().Pipelined}
 	})
+	m.WatchConnections(a.conns.Load, a.Config.Connections())
 	m.WatchCredits(a.creditSums, func(err error) {
 		a.Log.Warn("metrics: the ledger's credit entries could not be read; the previous totals are served", "error", err.Error())
 	})

@@ -142,3 +142,15 @@ func (h *Host) WatchLedger(read func() Ledger) {
 		"Ledger requests written while an earlier one was still unanswered (a far ledger).")
 	piped.set.NewGauge(piped.name, func() float64 { return float64(read().Pipelined) })
 }
+
+// WatchConnections adds gateway_connections_open and
+// gateway_connections_max, read with open at each scrape. Call it once,
+// before serving.
+func (h *Host) WatchConnections(open func() int64, max int) {
+	o := h.family("gateway_connections_open", "gauge",
+		"Client connections the host holds open now. At gateway_connections_max new connections wait in the listen backlog (GATEWAY_MAX_CONNECTIONS).")
+	o.set.NewGauge(o.name, func() float64 { return float64(open()) })
+	m := h.family("gateway_connections_max", "gauge",
+		"GATEWAY_MAX_CONNECTIONS: the client connections the host keeps open at once.")
+	m.set.NewGauge(m.name, func() float64 { return float64(max) })
+}

@@ -96,6 +96,7 @@ func TestScrapeParses(t *testing.T) {
 	h.Served(nil, &abi.Response{Status: 404, Headers: abi.Headers{{Name: "x-service-error-code", Value: odd}}}, time.Millisecond)
 	h.Batch(3*time.Millisecond, true)
 	h.WatchLedger(func() Ledger { return Ledger{RoundTrip: 2500 * time.Microsecond, Pipelined: 7} })
+	h.WatchConnections(func() int64 { return 12 }, 9872)
 
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(strings.NewReader(scrapeText(t, h)))
@@ -140,6 +141,8 @@ func TestScrapeParses(t *testing.T) {
 		{"gateway_build_info", map[string]string{"version": `v1 "quoted"`}, 1},
 		{"gateway_ledger_round_trip_seconds", map[string]string{}, 0.0025},
 		{"gateway_ledger_pipelined_total", map[string]string{}, 7},
+		{"gateway_connections_open", map[string]string{}, 12},
+		{"gateway_connections_max", map[string]string{}, 9872},
 	} {
 		if got, ok := value(c.name, c.labels); !ok || got != c.want {
 			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)

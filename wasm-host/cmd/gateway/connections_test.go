@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"decisiongateway/wasm-host/app"
 	"decisiongateway/wasm-host/hostconfig"
 )
 
@@ -71,10 +72,18 @@ func TestServeKeepsDescriptorsForRequestsUnderAConnectionFlood(t *testing.T) {
 		}
 		flood = append(flood, c)
 	}
-	// The host has had the time to accept what it will.
+	// The host has had the time to accept what it will: as many as it
+	// may, which its metrics say.
 	time.Sleep(500 * time.Millisecond)
+	req, _ := http.NewRequest("GET", "http://"+addr+app.MetricsPath, nil)
+	metrics := roundTrip(t, first, req).Body
+	for _, want := range []string{"gateway_connections_open " + strconv.Itoa(serving.MaxConnections) + "\n", "gateway_connections_max " + strconv.Itoa(serving.MaxConnections) + "\n"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics under the flood lack %q:\n%s", strings.TrimSpace(want), grepLines(metrics, "gateway_connections_"))
+		}
+	}
 	body := `{"state":"a red apple","questions":{"fruit":{"type":"choice","criteria":{"apple":"an apple","pear":"a pear"}}}}`
-	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/service", strings.NewReader(body))
+	req, _ = http.NewRequest("POST", "http://"+addr+"/v1/service", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
 	resp := roundTrip(t, first, req)
@@ -130,4 +139,15 @@ func roundTrip(t *testing.T, conn net.Conn, req *http.Request) answer {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	return answer{resp.StatusCode, resp.Header, string(b)}
+}
+
+// grepLines is the lines of text that hold s.
+func grepLines(text, s string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
