@@ -82,7 +82,7 @@ var Settings = []Setting{
 	{Name: "GATEWAY_REQUEST_TIMEOUT", Default: "60s", Kind: Duration, Module: true, Doc: "per-request deadline"},
 	{Name: "GATEWAY_QUEUE_TIMEOUT", Default: "1s", Kind: Duration, Doc: "how long a new request may wait for its function to start; past it, 503 overloaded"},
 	{Name: "GATEWAY_MAX_REQUESTS", Default: "4096", Kind: Int, Min: 1, Doc: "function requests a wazero host serves at once, those awaiting their upstream included; past it, 503 overloaded at once"},
-	{Name: "GATEWAY_MAX_CONNECTIONS", Kind: Int, Min: 1, Doc: "client connections a wazero host keeps open at once; past it, new ones wait in the listen backlog until one closes (unset: half the process's open-file limit, less 256)"},
+	{Name: "GATEWAY_MAX_CONNECTIONS", Kind: Int, Min: 1, Doc: "client connections a wazero host keeps open at once; past it, new ones wait in the listen backlog until one closes (unset: the process's open-file limit less 256, halved)"},
 	{Name: "GATEWAY_FUNCTIONS_DIR", Default: "build/functions", Kind: Text, Doc: "where the function modules are"},
 	{Name: "GATEWAY_DATA_DIR", Default: ".data", Kind: Text, Doc: "compilation cache and dev files"},
 	{Name: "GATEWAY_TRUSTED_PROXIES", Kind: CIDRs, Doc: "reverse proxies whose forwarded header is believed"},

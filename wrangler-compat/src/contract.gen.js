@@ -254,7 +254,7 @@ export const SETTINGS = Object.freeze([
     "default": "",
     "kind": "int",
     "min": 1,
-    "doc": "client connections a wazero host keeps open at once; past it, new ones wait in the listen backlog until one closes (unset: half the process's open-file limit, less 256)",
+    "doc": "client connections a wazero host keeps open at once; past it, new ones wait in the listen backlog until one closes (unset: the process's open-file limit less 256, halved)",
     "rule": "a whole number ≥ 1"
   },
   {
