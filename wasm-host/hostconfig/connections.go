@@ -20,8 +20,8 @@ import "syscall"
 // connection's: the ledger, modules and caches, the metrics listener.
 const fileReserve = 256
 
-// ConnectionsFor is the default bound for a process allowed files open
-// files: half of what the reserve leaves, because each client connection
+// ConnectionsFor is the default bound for a process that may have files
+// files open: half of what the reserve leaves, because each client connection
 // may hold an upstream connection beside it (a request in flight's, or one
 // kept idle after it); at least 16.
 func ConnectionsFor(files uint64) int {
