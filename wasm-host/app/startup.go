@@ -30,8 +30,6 @@ type Function struct {
 	// done is what the last load gave; nil until then, so it can be read
 	// without waiting on mu.
 	done atomic.Pointer[loaded]
-	// retry is how long a failed load stands (loadRetry).
-	retry time.Duration
 	// traffic counts the host's calls in flight (warm waits for them).
 	traffic *traffic
 }
@@ -55,7 +53,7 @@ type loaded struct {
 const loadRetry = 5 * time.Second
 
 func (a *App) loader(name, path string, sum [32]byte) *Function {
-	return &Function{name: name, version: canary.VersionOfSum(name, sum).Label(), traffic: a.traffic, retry: loadRetry, load: func() (*wrt.Function, error) {
+	return &Function{name: name, version: canary.VersionOfSum(name, sum).Label(), traffic: a.traffic, load: func() (*wrt.Function, error) {
 		ctx := context.Background()
 		m, err := a.Engine.CompileFile(ctx, name, path, sum)
 		if err != nil {
@@ -78,7 +76,7 @@ func (f *Function) Ready() (*wrt.Function, error) {
 		return d.fn, d.err
 	}
 	fn, err := f.load()
-	f.done.Store(&loaded{fn: fn, err: err, again: time.Now().Add(f.retry)})
+	f.done.Store(&loaded{fn: fn, err: err, again: time.Now().Add(loadRetry)})
 	return fn, err
 }
 

@@ -46,7 +46,7 @@ func TestWarmingYieldsUntilFirstAnswerOrReadinessProbe(t *testing.T) {
 func TestFailedLoadIsTriedAgainAfterItsPeriod(t *testing.T) {
 	loads, fail := 0, true
 	pool := &wrt.Function{}
-	f := &Function{name: "models", retry: time.Hour, load: func() (*wrt.Function, error) {
+	f := &Function{name: "models", load: func() (*wrt.Function, error) {
 		loads++
 		if fail {
 			return nil, errors.New("open models.wasm: too many open files")
@@ -70,7 +70,7 @@ func TestFailedLoadIsTriedAgainAfterItsPeriod(t *testing.T) {
 		t.Fatalf("a loaded module was loaded again: %d loads", loads)
 	}
 
-	closed := &Function{name: "keys", retry: time.Hour, load: func() (*wrt.Function, error) { loads++; return pool, nil }}
+	closed := &Function{name: "keys", load: func() (*wrt.Function, error) { loads++; return pool, nil }}
 	closed.Close()
 	loads = 0
 	for range 2 {

@@ -32,7 +32,8 @@ func (g *gate) try() bool {
 	return ok
 }
 
-// wait takes a slot, waiting for one in its line (lines.await).
+// wait takes a slot, at once when one is free, else waiting for one in its
+// line (lines.await).
 func (g *gate) wait(ctx context.Context, q *queueWait, continuing bool) error {
 	g.mu.Lock()
 	if g.free > 0 {

@@ -178,9 +178,6 @@ func (f *Function) create(ctx context.Context) (*instance, error) {
 func (f *Function) tryEnter() bool { return f.gate.try() }
 
 func (f *Function) enter(ctx context.Context, q *queueWait, continuing bool) error {
-	if f.gate.try() {
-		return nil
-	}
 	return f.gate.wait(ctx, q, continuing)
 }
 
