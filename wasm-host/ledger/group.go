@@ -453,8 +453,8 @@ func (e *Executor) attempt(group []*job) attempt {
 		discard bool
 	)
 	// On the embedded file the statements run with a context that is
-	// never done: modernc.org/sqlite starts a goroutine for every
-	// statement whose context can be done, to interrupt it, and a
+	// never done: the driver starts a goroutine for every statement
+	// whose context can be done, to interrupt it, and a
 	// decision's statements ran three of them. Nothing there waits long:
 	// busy_timeout (open.go) bounds a wait for another process's lock.
 	sctx := ctx
@@ -588,10 +588,11 @@ func (e *Executor) writerConn(ctx context.Context) (*sql.Conn, error) {
 // committed is affected: the WAL is still checkpointed into the database
 // as before; only the emptied file stays.
 func keepWAL(dc any) error {
+	const persistWAL = 10 // SQLITE_FCNTL_PERSIST_WAL
 	if c, ok := dc.(interface {
-		FileControlPersistWAL(schema string, mode int) (int, error)
+		SetFileControlInt(schema string, op, arg int) error
 	}); ok {
-		_, _ = c.FileControlPersistWAL("main", 1)
+		_ = c.SetFileControlInt("main", persistWAL, 1)
 	}
 	return nil
 }

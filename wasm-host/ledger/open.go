@@ -121,7 +121,7 @@ const txTimeout = 10 * time.Second
 
 // Open connects to the existing ledger at url:
 //
-//	file:PATH            embedded SQLite (modernc.org/sqlite, no cgo); the
+//	file:PATH            embedded SQLite (through cgo, embedded.go); the
 //	                     file must exist (see Options.Create); "" means
 //	                     DefaultURL
 //	http://HOST:PORT     sqld over Hrana HTTP
@@ -272,15 +272,16 @@ func answers(ctx context.Context, db *sql.DB, patience time.Duration) error {
 // for a file its absolute path.
 func (e *Executor) Name() string { return e.name }
 
-// embeddedConnector prepares a file: URL for modernc.org/sqlite through
-// libsql-client-go: it checks that the file exists, or with create makes
-// its directory, and adds the pragmas the caller did not set. It returns
-// the file's absolute path ("" for an in-memory database).
+// embeddedConnector prepares a file: URL for the embedded engine
+// (embedded.go): it checks that the file exists, or with create makes its
+// directory, and adds the pragmas the caller did not set, which the engine
+// runs on every connection it opens. It returns the file's absolute path
+// ("" for an in-memory database).
 func embeddedConnector(url string, create bool) (driver.Connector, string, error) {
 	rest := strings.TrimPrefix(url, "file:")
 	path, query, _ := strings.Cut(rest, "?")
 	if strings.HasPrefix(path, "//") {
-		// file:///abs/path; file://host/path is refused by libsql-client-go.
+		// file:///abs/path; file://host/path is not a local file.
 		path = strings.TrimPrefix(path, "//")
 	}
 	q, err := neturl.ParseQuery(query)
@@ -304,29 +305,30 @@ func embeddedConnector(url string, create bool) (driver.Connector, string, error
 		} else if err != nil {
 			return nil, abs, err
 		}
+		path = abs
 	}
+	// The defaults first and the URL's own after them, so that an explicit
+	// pragma wins.
 	set := map[string]bool{}
 	for _, p := range q["_pragma"] {
 		name, _, _ := strings.Cut(p, "(")
 		name, _, _ = strings.Cut(name, "=")
 		set[strings.ToLower(strings.TrimSpace(name))] = true
 	}
-	extra := []string{}
+	var pragmas []string
 	for _, p := range embeddedPragmas {
 		name, _, _ := strings.Cut(p, "(")
 		if !set[name] {
-			extra = append(extra, "_pragma="+neturl.QueryEscape(p))
+			pragmas = append(pragmas, p)
 		}
 	}
-	dsn := url
-	if len(extra) > 0 {
-		sep := "?"
-		if strings.Contains(url, "?") {
-			sep = "&"
-		}
-		dsn += sep + strings.Join(extra, "&")
+	pragmas = append(pragmas, q["_pragma"]...)
+	q.Del("_pragma")
+	dsn := "file:" + path
+	if len(q) > 0 {
+		dsn += "?" + q.Encode()
 	}
-	c, err := libsql.NewConnector(dsn)
+	c, err := embeddedEngine(dsn, pragmas)
 	return c, abs, err
 }
 

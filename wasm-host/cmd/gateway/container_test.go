@@ -150,6 +150,26 @@ func TestContainerfileBuildsAServingImage(t *testing.T) {
 	}
 }
 
+// The image's gateway, as scripts/container-context.sh builds it, is one
+// static file with SQLite linked in (the embedded ledger is SQLite through
+// cgo): it needs no shared library, and it creates and migrates an
+// embedded ledger. Checked without podman, which the test above needs.
+func TestContainerGatewayIsStaticAndOpensItsLedger(t *testing.T) {
+	root := testenv.Root(t)
+	ctxDir := filepath.Join(t.TempDir(), "context")
+	if out, err := exec.Command("bash", filepath.Join(root, "scripts", "container-context.sh"), ctxDir).CombinedOutput(); err != nil {
+		t.Fatalf("container-context.sh: %v\n%s", err, out)
+	}
+	gw := filepath.Join(ctxDir, "gateway")
+	checkStatic(t, gw)
+	cmd := exec.Command(gw, "admin", "migrate")
+	cmd.Env = append(os.Environ(), "LIBSQL_URL=file:"+filepath.Join(t.TempDir(), "data", "ledger.db"))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "0006_decision_settlement.sql") {
+		t.Fatalf("the static gateway's admin migrate: %v\n%s", err, out)
+	}
+}
+
 // checkStatic fails unless path is an ELF executable with no interpreter
 // and no shared libraries: it runs in an image with nothing else.
 func checkStatic(t *testing.T, path string) {
