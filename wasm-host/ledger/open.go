@@ -281,7 +281,10 @@ func embeddedConnector(url string, create bool) (driver.Connector, string, error
 	rest := strings.TrimPrefix(url, "file:")
 	path, query, _ := strings.Cut(rest, "?")
 	if strings.HasPrefix(path, "//") {
-		// file:///abs/path; file://host/path is not a local file.
+		// file:///abs/path; file://host/path names another machine.
+		if !strings.HasPrefix(path, "///") {
+			return nil, "", fmt.Errorf("%s names a host: write file:/abs/path, file:///abs/path or file:relative/path", url)
+		}
 		path = strings.TrimPrefix(path, "//")
 	}
 	q, err := neturl.ParseQuery(query)

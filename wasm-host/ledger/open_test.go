@@ -55,6 +55,21 @@ func TestOpenRefusesBadURLs(t *testing.T) {
 	}
 }
 
+// file://host/path names a file on another machine: it is refused, even
+// where the ledger may be created, rather than read as the relative path
+// host/path.
+func TestOpenRefusesAFileOnAnotherHost(t *testing.T) {
+	t.Chdir(t.TempDir())
+	e, err := OpenWith(testCtx(t), "file://elsewhere/ledger.db", "", Options{Create: true})
+	if err == nil {
+		e.Close()
+		t.Fatal("file://elsewhere/ledger.db accepted")
+	}
+	if _, err := os.Stat(filepath.Join("elsewhere", "ledger.db")); err == nil {
+		t.Error("created elsewhere/ledger.db in the working directory")
+	}
+}
+
 // The embedded file is configured to behave like sqld: foreign keys on, WAL,
 // synchronous=NORMAL.
 func TestBackendsShareSettings(t *testing.T) {
