@@ -327,7 +327,8 @@ func embeddedConnector(url string, create bool) (driver.Connector, string, error
 	}
 	pragmas = append(pragmas, q["_pragma"]...)
 	q.Del("_pragma")
-	dsn := "file:" + path
+	// SQLite reads the name as a URI: a path's own %, ? and # are escaped.
+	dsn := "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 	if len(q) > 0 {
 		dsn += "?" + q.Encode()
 	}

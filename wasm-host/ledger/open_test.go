@@ -20,6 +20,7 @@ func TestOpenAcceptsEveryURLSpelling(t *testing.T) {
 	for _, url := range []string{
 		"file:" + filepath.Join(dir, "a", "b", "ledger.db"), // directories are created
 		"file://" + filepath.Join(dir, "abs.db"),            // file:///abs/path
+		"file:" + filepath.Join(dir, "50%#1", "l.db"),       // URI characters in the path
 		server,
 		"libsql://" + strings.TrimPrefix(server, "http://") + "?tls=0",
 	} {
@@ -28,8 +29,10 @@ func TestOpenAcceptsEveryURLSpelling(t *testing.T) {
 			t.Errorf("%s: SELECT 41 + 1 = %d", url, got)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "a", "b", "ledger.db")); err != nil {
-		t.Errorf("embedded file not created: %v", err)
+	for _, p := range [][]string{{"a", "b", "ledger.db"}, {"50%#1", "l.db"}} {
+		if _, err := os.Stat(filepath.Join(append([]string{dir}, p...)...)); err != nil {
+			t.Errorf("embedded file not created: %v", err)
+		}
 	}
 }
 
