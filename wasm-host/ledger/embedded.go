@@ -1,4 +1,4 @@
-//go:build cgo && !wasip1
+//go:build cgo
 
 package ledger
 
@@ -21,7 +21,8 @@ import (
 // 0.41–0.42× of the proxy, medium 0.37–0.39× to 0.39–0.41×. The
 // container's static binary links SQLite in (scripts/container-context.sh).
 // A build without cgo (CGO_ENABLED=0) has no embedded ledger and says so
-// (embedded_nocgo.go); sqld and Turso need none.
+// (embedded_nocgo.go, which the socket build uses too); sqld and Turso
+// need none.
 
 // embeddedEngine opens dsn (a file: URI) with mattn/go-sqlite3 and runs
 // pragmas, each as PRAGMA p, on every connection it opens.
