@@ -76,6 +76,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	ledc := make(chan opened, 1)
 	a := &App{Config: cfg, Log: log, Functions: map[string]*Function{}}
 	a.observe(buildinfo.Version())
+	a.Egress = egress.ForOperator(cfg.UpstreamURL, cfg.UpstreamAPIKey, cfg.MailURL, cfg.MailAPIKey)
 	// The first module (the decision's) is hashed and compiled on a
 	// goroutine of its own, started before anything else: its load is the
 	// cold start's critical path. Handed to the warming goroutine instead,
@@ -146,6 +147,9 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		}
 		ledc <- opened{led, err}
 	}()
+	// The upstream's first connection opens meanwhile (warmUpstream);
+	// started before the decision module's compile, it delayed it.
+	a.warmUpstream(ctx)
 
 	o := <-ledc
 	if o.err != nil {
@@ -153,7 +157,6 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		return nil, o.err
 	}
 	a.Ledger = o.led
-	a.Egress = egress.ForOperator(cfg.UpstreamURL, cfg.UpstreamAPIKey, cfg.MailURL, cfg.MailAPIKey)
 	a.Releases = canary.NewTable(canary.Options{
 		Engine: eng, Ledger: a.Ledger, DataDir: cfg.DataDir, PoolSize: cfg.PoolSize,
 		Grace: cfg.RequestTimeout + 5*time.Second, Log: log,
@@ -233,7 +236,31 @@ func (a *App) Close(ctx context.Context) {
 	if a.Ledger != nil {
 		a.Ledger.Close()
 	}
+	if a.Egress != nil {
+		a.Egress.CloseIdle()
+	}
 }
+
+// warmUpstream opens the first connection to the upstream while the host
+// starts (egress.Client.Warm), so that the first decision does not wait for
+// its handshakes. An upstream not reached now is only noted: the first
+// decision dials it again, and answers as it always has if that fails too.
+func (a *App) warmUpstream(ctx context.Context) {
+	if a.Config.UpstreamURL == "" {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, upstreamWarmTimeout)
+		defer cancel()
+		if err := a.Egress.Warm(ctx, a.Config.UpstreamURL); err != nil {
+			a.Log.Info("upstream not reached while starting; the first decision dials it again", "error", err.Error())
+		}
+	}()
+}
+
+// upstreamWarmTimeout bounds the connection warmUpstream opens: dialing and
+// a TLS handshake take a round trip or two.
+const upstreamWarmTimeout = 10 * time.Second
 
 func (a *App) services() runtime.Services {
 	return runtime.Services{

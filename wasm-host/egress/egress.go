@@ -48,6 +48,8 @@ type Client struct {
 	// its token and the one origin it may be sent to.
 	Credentials map[string]Credential
 	http        *fasthttp.Client
+	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
+	warm        warmConns
 }
 
 // Credential is a secret the host adds as "Authorization: Bearer <Token>".
@@ -71,28 +73,29 @@ func New(allowed []string, credentials map[string]Credential) *Client {
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
-	return &Client{
-		Allowed:     allowed,
-		Credentials: credentials,
-		http: &fasthttp.Client{
-			DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
-				ctx, cancel := context.WithTimeout(context.Background(), timeout)
-				defer cancel()
-				return dial(ctx, "tcp", addr)
-			},
-			// Every decision in flight may hold a connection to the
-			// upstream (fasthttp's default allows 512 per host).
-			MaxConnsPerHost:          1 << 16,
-			MaxResponseBodySize:      DefaultMaxBytes,
-			ReadBufferSize:           16 << 10, // also the largest answer header
-			NoDefaultUserAgentHeader: true,
-			DisablePathNormalizing:   true, // the path goes out as the guest wrote it
-			RetryIfErr:               retryOnDeadConnection,
-			// A redirect is returned to the guest as it is, never
-			// followed (Do does not follow): following it could carry
-			// the credential to another origin.
+	c := &Client{Allowed: allowed, Credentials: credentials, dial: dial}
+	c.http = &fasthttp.Client{
+		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
+			if conn := c.warm.take(addr); conn != nil {
+				return conn, nil
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			return dial(ctx, "tcp", addr)
 		},
+		// Every decision in flight may hold a connection to the
+		// upstream (fasthttp's default allows 512 per host).
+		MaxConnsPerHost:          1 << 16,
+		MaxResponseBodySize:      DefaultMaxBytes,
+		ReadBufferSize:           16 << 10, // also the largest answer header
+		NoDefaultUserAgentHeader: true,
+		DisablePathNormalizing:   true, // the path goes out as the guest wrote it
+		RetryIfErr:               retryOnDeadConnection,
+		// A redirect is returned to the guest as it is, never
+		// followed (Do does not follow): following it could carry
+		// the credential to another origin.
 	}
+	return c
 }
 
 // retryOnDeadConnection sends a request again, once, when its connection
