@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"decisiongateway/shared/ledgerq"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -47,6 +48,8 @@ type App struct {
 	handler http.Handler
 	ready   readyCache
 	traffic *traffic // what background warming yields to (startup.go)
+	// stopWarm abandons the upstream connection warmUpstream is opening.
+	stopWarm context.CancelFunc
 	// conns counts the client connections HTTPServer's server holds open
 	// (gateway_connections_open).
 	conns atomic.Int64
@@ -236,8 +239,11 @@ func (a *App) Close(ctx context.Context) {
 	if a.Ledger != nil {
 		a.Ledger.Close()
 	}
+	if a.stopWarm != nil {
+		a.stopWarm()
+	}
 	if a.Egress != nil {
-		a.Egress.CloseIdle()
+		a.Egress.Close()
 	}
 }
 
@@ -249,10 +255,12 @@ func (a *App) warmUpstream(ctx context.Context) {
 	if a.Config.UpstreamURL == "" {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, upstreamWarmTimeout)
+	a.stopWarm = cancel
 	go func() {
-		ctx, cancel := context.WithTimeout(ctx, upstreamWarmTimeout)
 		defer cancel()
-		if err := a.Egress.Warm(ctx, a.Config.UpstreamURL); err != nil {
+		// Not noted when the host is closing (Close cancels it).
+		if err := a.Egress.Warm(ctx, a.Config.UpstreamURL); err != nil && !errors.Is(ctx.Err(), context.Canceled) {
 			a.Log.Info("upstream not reached while starting; the first decision dials it again", "error", err.Error())
 		}
 	}()

@@ -65,9 +65,9 @@ func (c *Client) Warm(ctx context.Context, rawURL string) error {
 	return nil
 }
 
-// CloseIdle closes the connections no request holds: a warm one not yet
-// taken, and the kept ones.
-func (c *Client) CloseIdle() {
+// Close closes the connections no request holds, a warm one not yet taken
+// and the kept ones, and any Warm still dialing closes what it opens.
+func (c *Client) Close() {
 	c.warm.closeAll()
 	c.http.CloseIdleConnections()
 }
@@ -92,8 +92,9 @@ func clientTLSConfig(base *tls.Config, addr string) (*tls.Config, error) {
 // warmConns holds at most one opened connection per address until a dial
 // for that address takes it or its time runs out.
 type warmConns struct {
-	mu    sync.Mutex
-	conns map[string]*warmConn
+	mu     sync.Mutex
+	conns  map[string]*warmConn
+	closed bool // the client was closed: nothing more is kept
 }
 
 type warmConn struct {
@@ -107,7 +108,7 @@ func (w *warmConns) put(addr string, conn net.Conn, ttl time.Duration) {
 	if w.conns == nil {
 		w.conns = map[string]*warmConn{}
 	}
-	if _, ok := w.conns[addr]; ok {
+	if _, ok := w.conns[addr]; ok || w.closed {
 		conn.Close() // one is enough
 		return
 	}
@@ -139,6 +140,7 @@ func (w *warmConns) take(addr string) net.Conn {
 func (w *warmConns) closeAll() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.closed = true
 	for addr, wc := range w.conns {
 		wc.timer.Stop()
 		wc.conn.Close()

@@ -55,7 +55,7 @@ func TestWarmConnectionCarriesTheFirstRequest(t *testing.T) {
 				pool.AddCert(cc.srv.Certificate())
 				c.http.TLSConfig = &tls.Config{RootCAs: pool}
 			}
-			defer c.CloseIdle()
+			defer c.Close()
 			if err := c.Warm(context.Background(), cc.srv.URL+"/v1"); err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +76,7 @@ func TestWarmConnectionCarriesTheFirstRequest(t *testing.T) {
 func TestWarmVerifiesTheServer(t *testing.T) {
 	cc := newConnCounter(t, true)
 	c := New([]string{Origin(cc.srv.URL)}, nil)
-	defer c.CloseIdle()
+	defer c.Close()
 	if err := c.Warm(context.Background(), cc.srv.URL); err == nil {
 		t.Fatal("warmed a connection to a server with an untrusted certificate")
 	}
@@ -89,7 +89,7 @@ func TestWarmVerifiesTheServer(t *testing.T) {
 func TestWarmOnlyAnAllowedOrigin(t *testing.T) {
 	cc := newConnCounter(t, false)
 	c := New([]string{"http://elsewhere.invalid"}, nil)
-	defer c.CloseIdle()
+	defer c.Close()
 	for _, u := range []string{cc.srv.URL, "ftp://" + cc.srv.Listener.Addr().String(), "not a url"} {
 		if err := c.Warm(context.Background(), u); err == nil {
 			t.Errorf("Warm(%q) = nil, want refused", u)
@@ -117,6 +117,14 @@ func TestWarmConnectionExpires(t *testing.T) {
 	}
 	if w.take("up:80") != nil {
 		t.Fatal("an expired connection was handed out")
+	}
+	// Once closed, nothing more is kept.
+	w.closeAll()
+	late, lateEnd := net.Pipe()
+	w.put("up:80", late, time.Hour)
+	lateEnd.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := lateEnd.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("a connection put after close: read %v, want EOF (closed)", err)
 	}
 }
 
@@ -156,7 +164,7 @@ func BenchmarkFirstFetch(b *testing.B) {
 					b.Fatalf("%d %s", res.Status, res.ErrMsg)
 				}
 				b.StopTimer()
-				c.CloseIdle()
+				c.Close()
 				b.StartTimer()
 			}
 		})
