@@ -96,7 +96,9 @@ func (r *reader) headers() Headers {
 	if n == 0 {
 		return nil
 	}
-	h := make(Headers, n)
+	// Room for the few a host adds (the function's version, …) without
+	// copying the list.
+	h := make(Headers, n, n+4)
 	for i := range h {
 		h[i].Name = r.str()
 		h[i].Value = r.str()
@@ -354,7 +356,12 @@ func AppendBatch(dst []byte, b *Batch) []byte {
 }
 
 // DecodeBatch decodes a Batch.
-func DecodeBatch(b []byte) (Batch, error) {
+func DecodeBatch(b []byte) (Batch, error) { return DecodeBatchTexts(b, nil) }
+
+// DecodeBatchTexts is DecodeBatch with each statement's SQL made by text
+// (nil: a copy): a host that receives the same few texts over and over
+// can hand out one copy of each instead of allocating it per batch.
+func DecodeBatchTexts(b []byte, text func([]byte) string) (Batch, error) {
 	r := reader{b: b}
 	var out Batch
 	n := r.count(12)
@@ -363,7 +370,11 @@ func DecodeBatch(b []byte) (Batch, error) {
 	}
 	for i := 0; i < n && r.err == nil; i++ {
 		s := &out.Steps[i]
-		s.SQL = r.str()
+		if text != nil {
+			s.SQL = text(r.take(int(r.u32())))
+		} else {
+			s.SQL = r.str()
+		}
 		if na := r.count(1); na > 0 {
 			s.Args = make([]Value, na)
 			for j := range s.Args {

@@ -103,6 +103,7 @@ type Executor struct {
 	conn      *sql.Conn             // kept between transactions; nil when none
 	connIdle  time.Time             // when conn last finished a transaction
 	cache     *stmtCache            // conn's prepared statements (embedded); nil when none yet
+	args      []driver.NamedValue   // the writer's buffer for a statement's arguments (driverArgs)
 	stmtCache int                   // the cache's bound; 0 turns it off
 	prepare   []string              // compiled by the writer when it starts (Options.Prepare)
 	merge     map[string]*mergeable // Options.Merge, by text

@@ -97,10 +97,15 @@ func holdsAll(conds []abi.Cond, done []abi.StepResult) bool {
 // (sqlshape.go): a driver gives either a statement's rows or its changes
 // count, not both.
 func (s *session) runStep(st *abi.Statement, sh shape, r *abi.StepResult) error {
-	args, err := driverArgs(st.Args)
+	args, err := driverArgs(s.e.args, st.Args)
 	if err != nil {
 		return err
 	}
+	if cap(args) > cap(s.e.args) {
+		s.e.args = args[:0]
+	}
+	// Nothing of this batch's values stays reachable from the buffer.
+	defer clear(args)
 	r.Executed = true
 	if sh.rows {
 		rows, err := s.query(st.SQL, args)

@@ -12,11 +12,20 @@ import (
 // (int64, float64, string, []byte, nil) at the positions of the ? marks. A
 // blob is never nil, so an empty blob stays a blob instead of binding as
 // NULL.
-func driverArgs(vals []abi.Value) ([]driver.NamedValue, error) {
+//
+// The values are written into dst's array when it is large enough: the
+// writer reuses one for every statement, which drivers may, since they
+// bind what the statement's call needs before it returns (go-sqlite3 with
+// SQLITE_TRANSIENT, libsql-client-go into the request it sends).
+func driverArgs(dst []driver.NamedValue, vals []abi.Value) ([]driver.NamedValue, error) {
 	if len(vals) == 0 {
 		return nil, nil
 	}
-	out := make([]driver.NamedValue, len(vals))
+	out := dst[:0]
+	if cap(out) < len(vals) {
+		out = make([]driver.NamedValue, len(vals))
+	}
+	out = out[:len(vals)]
 	for i, v := range vals {
 		out[i].Ordinal = i + 1
 		switch v.Kind {

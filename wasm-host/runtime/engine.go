@@ -77,6 +77,8 @@ type Engine struct {
 	// half a millisecond.
 	imports    chan struct{}
 	importsErr error
+	// sql keeps one copy of each SQL text the guests' batches carry.
+	sql texts
 }
 
 // NewEngine creates the runtime and starts instantiating WASI and the

@@ -84,7 +84,7 @@ func (e *Engine) instantiateHostModule(ctx context.Context) error {
 	}
 
 	answer("ledger", func(ctx context.Context, c *callState, in []byte) []byte {
-		batch, err := abi.DecodeBatch(in)
+		batch, err := abi.DecodeBatchTexts(in, e.sql.get)
 		var res abi.BatchResult
 		if err != nil {
 			res.Err = err.Error()
