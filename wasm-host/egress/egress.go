@@ -81,7 +81,7 @@ func New(allowed []string, credentials map[string]Credential) *Client {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			return dial(ctx, "tcp", addr)
+			return c.dial(ctx, "tcp", addr)
 		},
 		// Every decision in flight may hold a connection to the
 		// upstream (fasthttp's default allows 512 per host).

@@ -311,8 +311,7 @@ func embeddedConnector(url string, create bool) (driver.Connector, string, error
 		}
 		path = abs
 	}
-	// The defaults first and the URL's own after them, so that an explicit
-	// pragma wins.
+	// The defaults the URL does not set, then the URL's own.
 	set := map[string]bool{}
 	for _, p := range q["_pragma"] {
 		name, _, _ := strings.Cut(p, "(")

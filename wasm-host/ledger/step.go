@@ -101,9 +101,7 @@ func (s *session) runStep(st *abi.Statement, sh shape, r *abi.StepResult) error 
 	if err != nil {
 		return err
 	}
-	if cap(args) > cap(s.e.args) {
-		s.e.args = args[:0]
-	}
+	s.e.args = args[:0]
 	// Nothing of this batch's values stays reachable from the buffer.
 	defer clear(args)
 	r.Executed = true

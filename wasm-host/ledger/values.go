@@ -3,6 +3,7 @@ package ledger
 import (
 	"database/sql/driver"
 	"fmt"
+	"slices"
 	"time"
 
 	"decisiongateway/shared/abi"
@@ -18,14 +19,7 @@ import (
 // bind what the statement's call needs before it returns (go-sqlite3 with
 // SQLITE_TRANSIENT, libsql-client-go into the request it sends).
 func driverArgs(dst []driver.NamedValue, vals []abi.Value) ([]driver.NamedValue, error) {
-	if len(vals) == 0 {
-		return nil, nil
-	}
-	out := dst[:0]
-	if cap(out) < len(vals) {
-		out = make([]driver.NamedValue, len(vals))
-	}
-	out = out[:len(vals)]
+	out := slices.Grow(dst[:0], len(vals))[:len(vals)]
 	for i, v := range vals {
 		out[i].Ordinal = i + 1
 		switch v.Kind {
