@@ -13,6 +13,9 @@ static int dg_sqlite_config(void) {
 	if (rc == 0) rc = sqlite3_config(13, 1200, 500);
 	return rc;
 }
+
+int dg_wal_register(void);
+void dg_wal_counts(long long *in, long long *out);
 */
 import "C"
 
@@ -20,6 +23,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"net/url"
+	"strings"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
@@ -41,21 +46,22 @@ import (
 // SQLite's own locking and allocation, set for how the ledger uses it.
 // Every connection is used by one goroutine at a time (database/sql hands
 // a connection to one caller; the writer and the checkpointer own theirs),
-// so connections open without their mutex (_mutex=no in the DSN, which
-// open.go adds unless LIBSQL_URL says otherwise). SQLite's memory
-// statistics take a global mutex on every allocation, and nothing here
-// reads them, so they are off; and each connection gets 500 lookaside
-// slots instead of 40, 600 KB each (SQLite's per-connection allocator for its small
-// objects, which a compiled statement's run and every compile take from
-// before malloc). BenchmarkDecision/embedded CPU per decision, three
-// alternations of 8000 decisions: parallel8 61 / 69 / 57 -> 48 / 48 / 52
-// us, a statement compiled each time (parallel8/nocache) 229 / 229 / 227
-// -> 125 / 123 / 128 us; the mutex and the statistics alone gave 54 / 58
-// / 55 and 195 / 196 / 195.
+// so connections open without their mutex (_mutex=no in the DSN, unless
+// LIBSQL_URL says otherwise). SQLite's memory statistics take a global
+// mutex on every allocation, and nothing here reads them, so they are off;
+// and each connection gets 500 lookaside slots instead of 40, 600 KB
+// (SQLite's per-connection allocator for its small objects, which a
+// compiled statement's run and every compile take from before malloc).
+// BenchmarkDecision/embedded CPU per decision, three alternations of 8000
+// decisions: parallel8 61 / 69 / 57 -> 48 / 48 / 52 us, a statement
+// compiled each time (parallel8/nocache) 229 / 229 / 227 -> 125 / 123 /
+// 128 us; the mutex and the statistics alone gave 54 / 58 / 55 and 195 /
+// 196 / 195. The WAL is written through the dg-wal VFS (walwrite.go).
 func init() {
 	// Fails only when SQLite was initialized already (another package
 	// opened a database first): the defaults stay, nothing else changes.
 	sqliteConfigured = C.dg_sqlite_config() == 0
+	walVFS = C.dg_wal_register() == 0
 }
 
 // sqliteConfigured reports whether init's settings took effect.
@@ -64,6 +70,18 @@ var sqliteConfigured bool
 // embeddedEngine opens dsn (a file: URI) with mattn/go-sqlite3 and runs
 // pragmas, each as PRAGMA p, on every connection it opens.
 func embeddedEngine(dsn string, pragmas []string) (driver.Connector, error) {
+	path, query, _ := strings.Cut(dsn, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, err
+	}
+	if !q.Has("_mutex") {
+		q.Set("_mutex", "no")
+	}
+	if !q.Has("vfs") && walVFS {
+		q.Set("vfs", "dg-wal")
+	}
+	dsn = path + "?" + q.Encode()
 	d := &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 		for _, p := range pragmas {
 			if _, err := c.Exec("PRAGMA "+p, nil); err != nil {

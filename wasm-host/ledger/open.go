@@ -329,9 +329,6 @@ func embeddedConnector(url string, create bool) (driver.Connector, string, error
 	q.Del("_pragma")
 	// SQLite reads the name as a URI: a path's own %, ? and # are escaped.
 	dsn := "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
-	if !q.Has("_mutex") {
-		q.Set("_mutex", "no") // one goroutine at a time per connection (embedded.go)
-	}
 	if len(q) > 0 {
 		dsn += "?" + q.Encode()
 	}
