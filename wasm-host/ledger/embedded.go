@@ -15,7 +15,6 @@ static int dg_sqlite_config(void) {
 }
 
 int dg_wal_register(void);
-void dg_wal_counts(long long *in, long long *out);
 */
 import "C"
 
@@ -58,8 +57,9 @@ import (
 // 128 us; the mutex and the statistics alone gave 54 / 58 / 55 and 195 /
 // 196 / 195. The WAL is written through the dg-wal VFS (walwrite.go).
 func init() {
-	// Fails only when SQLite was initialized already (another package
-	// opened a database first): the defaults stay, nothing else changes.
+	// The settings fail only when SQLite was initialized already (another
+	// package opened a database first): its defaults stay, nothing else
+	// changes. Registering the VFS initializes SQLite, so it comes second.
 	sqliteConfigured = C.dg_sqlite_config() == 0
 	walVFS = C.dg_wal_register() == 0
 }

@@ -20,13 +20,13 @@ func TestSQLiteConfiguredBeforeItsFirstConnection(t *testing.T) {
 	}
 }
 
-// Connections open without SQLite's per-connection mutex, unless the URL
-// asks for one.
+// Connections open without SQLite's per-connection mutex and through the
+// dg-wal VFS, unless the URL says otherwise.
 func TestEmbeddedConnectionsOpenWithoutTheirMutex(t *testing.T) {
 	dir := t.TempDir()
-	for _, tc := range []struct{ url, want string }{
-		{"file:" + filepath.Join(dir, "a.db"), "no"},
-		{"file:" + filepath.Join(dir, "b.db") + "?_mutex=full", "full"},
+	for _, tc := range []struct{ url, want, vfs string }{
+		{"file:" + filepath.Join(dir, "a.db"), "no", "dg-wal"},
+		{"file:" + filepath.Join(dir, "b.db") + "?_mutex=full&vfs=unix", "full", "unix"},
 	} {
 		c, _, err := embeddedConnector(tc.url, true)
 		if err != nil {
@@ -39,6 +39,9 @@ func TestEmbeddedConnectionsOpenWithoutTheirMutex(t *testing.T) {
 		}
 		if got := q["_mutex"]; len(got) != 1 || got[0] != tc.want {
 			t.Errorf("%s: _mutex = %q, want %q", tc.url, got, tc.want)
+		}
+		if got := q["vfs"]; len(got) != 1 || got[0] != tc.vfs {
+			t.Errorf("%s: vfs = %q, want %q", tc.url, got, tc.vfs)
 		}
 		// And the connection works.
 		conn, err := c.Connect(testCtx(t))

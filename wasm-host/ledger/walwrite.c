@@ -10,8 +10,8 @@
 
 typedef long long i64;
 
-// SQLite's VFS interface, as sqlite3.h declares it (only the members used
-// here are named; the layout is the ABI).
+// SQLite's VFS interface, as sqlite3.h declares it: the layout is the ABI
+// (the VFS's members after xOpen are copied, never called, here).
 typedef struct vfs_file vfs_file;
 typedef struct vfs_methods vfs_methods;
 typedef struct vfs vfs;
@@ -168,8 +168,15 @@ static int wal_file_control(vfs_file *f, int op, void *arg) { FLUSHED(file_contr
 static int wal_shm_map(vfs_file *f, int pg, int size, int extend, void volatile **pp) { FLUSHED(shm_map(w->real, pg, size, extend, pp)) }
 static int wal_shm_lock(vfs_file *f, int off, int n, int flags) { FLUSHED(shm_lock(w->real, off, n, flags)) }
 static int wal_shm_unmap(vfs_file *f, int del) { FLUSHED(shm_unmap(w->real, del)) }
-static int wal_fetch(vfs_file *f, i64 off, int n, void **pp) { FLUSHED(fetch(w->real, off, n, pp)) }
-static int wal_unfetch(vfs_file *f, i64 off, void *p) { FLUSHED(unfetch(w->real, off, p)) }
+
+// SQLite maps no WAL into memory (xFetch on a WAL asks for nothing mapped:
+// a null page, which SQLite then reads).
+static int wal_fetch(vfs_file *f, i64 off, int n, void **pp) {
+	*pp = NULL;
+	return 0;
+}
+
+static int wal_unfetch(vfs_file *f, i64 off, void *p) { return 0; }
 
 static int wal_sector_size(vfs_file *f) {
 	wal_file *w = (wal_file *)f;
