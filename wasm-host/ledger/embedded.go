@@ -23,7 +23,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"net/url"
-	"strings"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
@@ -67,21 +66,20 @@ func init() {
 // sqliteConfigured reports whether init's settings took effect.
 var sqliteConfigured bool
 
-// embeddedEngine opens dsn (a file: URI) with mattn/go-sqlite3 and runs
-// pragmas, each as PRAGMA p, on every connection it opens.
-func embeddedEngine(dsn string, pragmas []string) (driver.Connector, error) {
-	path, query, _ := strings.Cut(dsn, "?")
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		return nil, err
-	}
+// engineDefaults adds to a file: URL's parameters what the engine sets
+// unless the URL does: no connection mutex, the dg-wal VFS.
+func engineDefaults(q url.Values) {
 	if !q.Has("_mutex") {
 		q.Set("_mutex", "no")
 	}
 	if !q.Has("vfs") && walVFS {
 		q.Set("vfs", "dg-wal")
 	}
-	dsn = path + "?" + q.Encode()
+}
+
+// embeddedEngine opens dsn (a file: URI) with mattn/go-sqlite3 and runs
+// pragmas, each as PRAGMA p, on every connection it opens.
+func embeddedEngine(dsn string, pragmas []string) (driver.Connector, error) {
 	d := &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 		for _, p := range pragmas {
 			if _, err := c.Exec("PRAGMA "+p, nil); err != nil {

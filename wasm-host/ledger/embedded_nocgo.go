@@ -5,6 +5,7 @@ package ledger
 import (
 	"database/sql/driver"
 	"errors"
+	"net/url"
 	"runtime"
 )
 
@@ -21,3 +22,5 @@ func embeddedEngine(string, []string) (driver.Connector, error) {
 }
 
 func sqliteCode(error) (int, bool) { return 0, false }
+
+func engineDefaults(url.Values) {}

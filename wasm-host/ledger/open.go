@@ -329,6 +329,7 @@ func embeddedConnector(url string, create bool) (driver.Connector, string, error
 	q.Del("_pragma")
 	// SQLite reads the name as a URI: a path's own %, ? and # are escaped.
 	dsn := "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	engineDefaults(q)
 	if len(q) > 0 {
 		dsn += "?" + q.Encode()
 	}

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	vm "github.com/VictoriaMetrics/metrics"
+
+	"decisiongateway/wasm-host/cowmap"
 )
 
 // family is one metric family counted by the library: its series live in
@@ -79,42 +79,12 @@ func series(name string, labels ...string) string {
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 // vec finds the series of a combination of label values, creating it on
-// first sight. Reads load an immutable map, so the request path takes no
-// lock and allocates nothing; a new combination copies the map, which
-// happens a bounded number of times since every label comes from a closed
-// set.
+// first sight. The request path takes no lock and allocates nothing
+// (cowmap); a new combination copies the map, which happens a bounded
+// number of times since every label comes from a closed set.
 type vec[K comparable, M any] struct {
-	m      atomic.Pointer[map[K]M]
-	mu     sync.Mutex // serialises additions
+	m      cowmap.Map[K, M]
 	create func(K) M
 }
 
-func (v *vec[K, M]) get(k K) M {
-	if m := v.m.Load(); m != nil {
-		if s, ok := (*m)[k]; ok {
-			return s
-		}
-	}
-	return v.add(k)
-}
-
-func (v *vec[K, M]) add(k K) M {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	old := v.m.Load()
-	if old != nil {
-		if s, ok := (*old)[k]; ok {
-			return s
-		}
-	}
-	next := make(map[K]M, 1)
-	if old != nil {
-		for k, s := range *old {
-			next[k] = s
-		}
-	}
-	s := v.create(k)
-	next[k] = s
-	v.m.Store(&next)
-	return s
-}
+func (v *vec[K, M]) get(k K) M { return v.m.Get(k, v.create) }

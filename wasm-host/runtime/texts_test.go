@@ -23,17 +23,17 @@ func TestTextsKeepOneCopyWithinBounds(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { ts.get(sql) }); n != 0 {
 		t.Fatalf("a kept text allocated %v times", n)
 	}
-	for i := 0; len(*ts.m.Load()) < maxTexts; i++ {
+	for i := 0; len(ts.m.Load()) < maxTexts; i++ {
 		ts.get([]byte("SELECT " + strconv.Itoa(i)))
 	}
-	if got := ts.get([]byte("SELECT 'past the bound'")); got != "SELECT 'past the bound'" || len(*ts.m.Load()) != maxTexts {
-		t.Fatalf("past the bound: %q, %d kept", got, len(*ts.m.Load()))
+	if got := ts.get([]byte("SELECT 'past the bound'")); got != "SELECT 'past the bound'" || len(ts.m.Load()) != maxTexts {
+		t.Fatalf("past the bound: %q, %d kept", got, len(ts.m.Load()))
 	}
 	long := "SELECT '" + strings.Repeat("x", maxTextLen) + "'"
 	if got := ts.get([]byte(long)); got != long {
 		t.Fatal("a long text came back changed")
 	}
-	if _, kept := (*ts.m.Load())[long]; kept {
+	if _, kept := ts.m.Load()[long]; kept {
 		t.Fatal("a text over maxTextLen was kept")
 	}
 }
