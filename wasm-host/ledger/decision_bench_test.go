@@ -23,8 +23,9 @@ import (
 // time this process spent (which, unlike ns/op, other processes on the
 // machine do not inflate) and, on sqld, the time the server spent.
 //
-// Each row is measured against the others of the same run: serial and
-// parallel8 (8 callers, as a host with 8 warm instances issues them), with
+// Each row is measured against the others of the same run: serial,
+// parallel8 (8 callers, as a host with 8 warm instances issues them) and
+// parallel32 (groups of 20 and more, as under a herd of clients), with
 // the statement cache off (nocache), group commit off (group=1) and
 // reservations and settlements never merged (nomerge).
 //
@@ -46,6 +47,7 @@ func BenchmarkDecision(b *testing.B) {
 		{"serial/nocache", 1, false, noCache, true, false},
 		{"serial-idem", 1, true, defaultTuning(), false, false},
 		{"parallel8", 8, false, defaultTuning(), false, false},
+		{"parallel32", 32, false, defaultTuning(), false, false},
 		{"parallel8/nocache", 8, false, noCache, true, false},
 		{"parallel8/group=1", 8, false, noGroup, false, false},
 		{"parallel8/nomerge", 8, false, defaultTuning(), false, true},
@@ -114,6 +116,7 @@ func reportPerDecision(b *testing.B, s Stats, cpu time.Duration, n int) {
 	b.ReportMetric(per(s.Transactions), "tx/decision")
 	b.ReportMetric(per(s.Prepared), "prepares/decision")
 	b.ReportMetric(per(s.Merged), "merged/decision")
+	b.ReportMetric(per(s.Retries), "retries/decision")
 	if s.Transactions > 0 {
 		b.ReportMetric(float64(s.Batches)/float64(s.Transactions), "batches/tx")
 	}

@@ -59,7 +59,10 @@ vfs *sqlite3_vfs_find(const char *);
 enum {
 	OPEN_WAL = 0x00080000,   // SQLITE_OPEN_WAL
 	frame_header = 24,       // a WAL frame's header
-	buffer_size = 256 << 10, // a commit larger than this goes out in pieces
+	// A commit larger than this goes out in pieces of this size. SQLite's
+	// unix VFS writes at most 0x1ffff bytes per call (seekAndWriteFd masks
+	// the count) and answers SQLITE_FULL for whatever a larger write leaves.
+	buffer_size = 31 << 12,
 };
 
 // wal_file is an open WAL: SQLite's file for it lies right after.

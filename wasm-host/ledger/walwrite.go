@@ -33,6 +33,9 @@ import "C"
 //     operation's that needed it. A process killed with frames in the
 //     buffer loses only a commit that had not returned, as if killed
 //     before its writes.
+//   - No write is over 124 KB: SQLite's unix VFS writes at most 0x1ffff
+//     bytes per call and reports the disk full for the rest, so a larger
+//     commit goes out in pieces (TestWALCommitLargerThanOneWrite).
 //   - After a commit's header, each write goes out at once, so the frames
 //     SQLite adds after one with a sync (FULL, on a device without
 //     powersafe overwrite) are never left behind.
