@@ -38,7 +38,9 @@ func (a *App) observe(version string) {
 		if a.Ledger == nil {
 			return metrics.Ledger{}
 		}
-		return metrics.Ledger{RoundTrip: a.Ledger.RoundTrip(), Pipelined: a.Ledger.Stats().Pipelined}
+		s := a.Ledger.Stats()
+		return metrics.Ledger{RoundTrip: a.Ledger.RoundTrip(), Pipelined: s.Pipelined, Batches: s.Batches,
+			Transactions: s.Transactions, Requests: s.RoundTrips, Statements: s.Statements, Retries: s.Retries}
 	})
 	m.WatchConnections(a.conns.Load, a.Config.Connections())
 	m.WatchCredits(a.creditSums, func(err error) {

@@ -129,18 +129,40 @@ type Ledger struct {
 	RoundTrip time.Duration
 	// Pipelined counts requests written before the answer to the one ahead.
 	Pipelined int64
+	// Batches, Transactions, Requests, Statements and Retries are the
+	// writer's counts since the host started (wasm-host/ledger, Stats):
+	// batches with an outcome, transactions committed, requests sent to a
+	// server, statements run, and groups run again.
+	Batches, Transactions, Requests, Statements, Retries int64
 }
 
-// WatchLedger adds gateway_ledger_round_trip_seconds and
-// gateway_ledger_pipelined_total, read with read at each scrape. Call it
-// once, before serving.
+// WatchLedger adds the ledger writer's families (gateway_ledger_round_trip_seconds,
+// gateway_ledger_pipelined_total, gateway_ledger_transactions_total, …),
+// read with read at each scrape. Call it once, before serving.
 func (h *Host) WatchLedger(read func() Ledger) {
 	rtt := h.family("gateway_ledger_round_trip_seconds", "gauge",
 		"Shortest WebSocket ping to the ledger's server since the host started (0 for a file, or before the first). From 0.001 the host writes ledger requests without waiting for the answers ahead (schema/ledger.md).")
 	rtt.set.NewGauge(rtt.name, func() float64 { return read().RoundTrip.Seconds() })
-	piped := h.family("gateway_ledger_pipelined_total", "counter",
-		"Ledger requests written while an earlier one was still unanswered (a far ledger).")
-	piped.set.NewGauge(piped.name, func() float64 { return float64(read().Pipelined) })
+	for _, c := range []struct {
+		name, help string
+		value      func(Ledger) int64
+	}{
+		{"gateway_ledger_pipelined_total", "Ledger requests written while an earlier one was still unanswered (a far ledger).",
+			func(l Ledger) int64 { return l.Pipelined }},
+		{"gateway_ledger_batches_total", "Ledger batches the writer gave an outcome, committed or failed, the host's own included.",
+			func(l Ledger) int64 { return l.Batches }},
+		{"gateway_ledger_transactions_total", "Ledger transactions committed. Batches per transaction is what group commit shares one commit among (schema/ledger.md).",
+			func(l Ledger) int64 { return l.Transactions }},
+		{"gateway_ledger_requests_total", "Requests sent to the ledger's server (0 for a file): with group commit, fewer than the batches.",
+			func(l Ledger) int64 { return l.Requests }},
+		{"gateway_ledger_statements_total", "SQL statements the ledger ran for this host, BEGIN and COMMIT included.",
+			func(l Ledger) int64 { return l.Statements }},
+		{"gateway_ledger_retries_total", "Groups of ledger batches run again: the database was locked by another host, the connection failed before COMMIT, or one batch's error sent the others round again without it.",
+			func(l Ledger) int64 { return l.Retries }},
+	} {
+		f := h.family(c.name, "counter", c.help)
+		f.set.NewGauge(f.name, func() float64 { return float64(c.value(read())) })
+	}
 }
 
 // WatchConnections adds gateway_connections_open and

@@ -95,7 +95,10 @@ func TestScrapeParses(t *testing.T) {
 	odd := "odd\"code\\with\nbreak"
 	h.Served(nil, &abi.Response{Status: 404, Headers: abi.Headers{{Name: "x-service-error-code", Value: odd}}}, time.Millisecond)
 	h.Batch(3*time.Millisecond, true)
-	h.WatchLedger(func() Ledger { return Ledger{RoundTrip: 2500 * time.Microsecond, Pipelined: 7} })
+	h.WatchLedger(func() Ledger {
+		return Ledger{RoundTrip: 2500 * time.Microsecond, Pipelined: 7,
+			Batches: 60, Transactions: 9, Requests: 11, Statements: 31, Retries: 2}
+	})
 	h.WatchConnections(func() int64 { return 12 }, 9872)
 
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -141,6 +144,11 @@ func TestScrapeParses(t *testing.T) {
 		{"gateway_build_info", map[string]string{"version": `v1 "quoted"`}, 1},
 		{"gateway_ledger_round_trip_seconds", map[string]string{}, 0.0025},
 		{"gateway_ledger_pipelined_total", map[string]string{}, 7},
+		{"gateway_ledger_batches_total", map[string]string{}, 60},
+		{"gateway_ledger_transactions_total", map[string]string{}, 9},
+		{"gateway_ledger_requests_total", map[string]string{}, 11},
+		{"gateway_ledger_statements_total", map[string]string{}, 31},
+		{"gateway_ledger_retries_total", map[string]string{}, 2},
 		{"gateway_connections_open", map[string]string{}, 12},
 		{"gateway_connections_max", map[string]string{}, 9872},
 	} {

@@ -106,6 +106,13 @@ func TestMetricsMoveAsRequestsAreServed(t *testing.T) {
 			if moved(before, after, `gateway_ledger_batch_duration_seconds_count{}`) < float64(2*(statuses[200]+1)+1) {
 				t.Errorf("ledger batches moved by %v for %v decisions", moved(before, after, `gateway_ledger_batch_duration_seconds_count{}`), statuses)
 			}
+			// The writer's own counts: every batch committed in some
+			// transaction, none in more than one; requests only to a server.
+			batches, txs := moved(before, after, `gateway_ledger_batches_total{}`), moved(before, after, `gateway_ledger_transactions_total{}`)
+			requests := moved(before, after, `gateway_ledger_requests_total{}`)
+			if batches < float64(2*(statuses[200]+1)+1) || txs < 1 || txs > batches || (b.Server == nil) != (requests == 0) {
+				t.Errorf("ledger writer moved by %v batches, %v transactions, %v requests for %v decisions", batches, txs, requests, statuses)
+			}
 			decidePool := `{function="decide",version="decide@`
 			if after.sum(`gateway_pool_size`+decidePool) != 8 || after.sum(`gateway_pool_instances_created_total`+decidePool) < 1 {
 				t.Errorf("decide pool: size %v, created %v", after.sum(`gateway_pool_size`+decidePool), after.sum(`gateway_pool_instances_created_total`+decidePool))
