@@ -101,6 +101,8 @@ type roundResult struct {
 	// CPU per 2xx answer, in µs: the proxy's and the gateway's process,
 	// and sqld's while the gateway ran (0 on the embedded ledger).
 	proxyCPU, gatewayCPU, sqldCPU float64
+	// The gateway's ledger writer during the round (its /metrics).
+	ledger ledgerFigures
 }
 
 // runCase runs c's rounds (proxy, gateway, proxy, gateway, …) and prints
@@ -124,8 +126,13 @@ func (b *bench) runCase(c benchCase, gw *process, keys []string) {
 	// returns the CPU time p and sqld spent on it: CPU per answer does not
 	// move with the machine's speed the way throughput on a shared 2-core
 	// box does, so it is the steadier figure for comparing two builds.
-	measure := func(p *process, l load) (r run, rss int64, cpu, sqldCPU float64) {
+	// On the gateway it also returns what its ledger writer did.
+	measure := func(p *process, l load) (r run, rss int64, cpu, sqldCPU float64, led ledgerFigures) {
 		p.resetPeak()
+		led0, scraped := ledgerCounts{}, p == gw
+		if scraped {
+			led0, scraped = scrapeLedger(p.addr)
+		}
 		cpu0, sqld0 := processCPU(p.pid()), b.sqldCPU()
 		if c.rate > 0 {
 			r = openLoop(&l, c.rate)
@@ -134,7 +141,13 @@ func (b *bench) runCase(c benchCase, gw *process, keys []string) {
 		}
 		rss = p.peakRSS()
 		b.up.waitIdle(l.grace + 5*time.Second)
-		return r, rss, processCPU(p.pid()) - cpu0, b.sqldCPU() - sqld0
+		cpu, sqldCPU = processCPU(p.pid())-cpu0, b.sqldCPU()-sqld0
+		if scraped {
+			if led1, ok := scrapeLedger(p.addr); ok {
+				led = ledgerWork(led0, led1, summarise(r).ok)
+			}
+		}
+		return r, rss, cpu, sqldCPU, led
 	}
 	if c.latency == 0 && b.warmup > 0 {
 		for _, s := range sides {
@@ -152,20 +165,20 @@ func (b *bench) runCase(c benchCase, gw *process, keys []string) {
 		for _, s := range sides {
 			m := l
 			m.url = "http://" + s.p.addr
-			r, rss, cpu, sqldCPU := measure(s.p, m)
+			r, rss, cpu, sqldCPU, led := measure(s.p, m)
 			sum := summarise(r)
 			if s.name == "proxy" {
 				rr.proxy, rr.proxyRSS, rr.proxyCPU = sum, rss, perAnswer(cpu, sum.ok)
 			} else {
-				rr.gateway, rr.gatewayRSS = sum, rss
+				rr.gateway, rr.gatewayRSS, rr.ledger = sum, rss, led
 				rr.gatewayCPU, rr.sqldCPU = perAnswer(cpu, sum.ok), perAnswer(sqldCPU, sum.ok)
 			}
 		}
 		rr.otherCPU = otherCores(before, snapCPU(pids...))
 		if b.verbose {
-			fmt.Fprintf(b.out, "  %s round %d: proxy %s p50 %s p99 %s %.0fµs/2xx | gateway %s p50 %s p99 %s %.0fµs/2xx (sqld %.0fµs) | other processes %.2f cores\n",
+			fmt.Fprintf(b.out, "  %s round %d: proxy %s p50 %s p99 %s %.0fµs/2xx | gateway %s p50 %s p99 %s %.0fµs/2xx (sqld %.0fµs), ledger %s | other processes %.2f cores\n",
 				c.name, len(rounds)+1, fmtRPS(rr.proxy.rps), rr.proxy.p50, rr.proxy.p99, rr.proxyCPU,
-				fmtRPS(rr.gateway.rps), rr.gateway.p50, rr.gateway.p99, rr.gatewayCPU, rr.sqldCPU, rr.otherCPU)
+				fmtRPS(rr.gateway.rps), rr.gateway.p50, rr.gateway.p99, rr.gatewayCPU, rr.sqldCPU, rr.ledger, rr.otherCPU)
 		}
 		if rr.otherCPU > busyMachine && redone < b.busyRetries {
 			// Another job took CPU during the round: its figures say more
@@ -217,6 +230,7 @@ func caseLine(c benchCase, rounds []roundResult, redone int) string {
 		lb50, lb99                      bool
 		otherCPU                        float64
 		pCPU, gCPU, sCPU, cpuRatio      []float64
+		perTx, txPer                    []float64
 	)
 	for _, r := range rounds {
 		pRPS, gRPS = append(pRPS, r.proxy.rps), append(gRPS, r.gateway.rps)
@@ -236,6 +250,9 @@ func caseLine(c benchCase, rounds []roundResult, redone int) string {
 		pCPU, gCPU, sCPU = append(pCPU, r.proxyCPU), append(gCPU, r.gatewayCPU), append(sCPU, r.sqldCPU)
 		if r.proxyCPU > 0 {
 			cpuRatio = append(cpuRatio, (r.gatewayCPU+r.sqldCPU)/r.proxyCPU)
+		}
+		if r.ledger.txPer2xx > 0 {
+			perTx, txPer = append(perTx, r.ledger.batchesPerTx), append(txPer, r.ledger.txPer2xx)
 		}
 	}
 	t := c.targets
@@ -262,6 +279,9 @@ func caseLine(c benchCase, rounds []roundResult, redone int) string {
 	}
 	if len(cpuRatio) > 0 {
 		fmt.Fprintf(&b, " (%.1f×)", median(cpuRatio))
+	}
+	if len(perTx) > 0 {
+		fmt.Fprintf(&b, " | ledger %s", ledgerFigures{median(perTx), median(txPer)})
 	}
 	fmt.Fprintf(&b, " | peak RSS proxy %s gateway %s", fmtMiB(pRSS), fmtMiB(gRSS))
 	if t.maxRSS > 0 {

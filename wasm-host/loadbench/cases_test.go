@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -102,5 +103,38 @@ func TestStaggeredClientsStartSpread(t *testing.T) {
 	// four no sooner than 300 ms after the run began.
 	if d := first[conns-1].Sub(start); d < 300*time.Millisecond {
 		t.Fatalf("the last client started %v after the run, want at least 300ms", d)
+	}
+}
+
+// The ledger's figures come from two scrapes of the gateway's metrics:
+// batches per commit and commits per answer, medians over rounds; a round
+// whose scrapes failed is left out rather than counted as zero.
+func TestCaseLineReportsTheLedgersGroupCommit(t *testing.T) {
+	metrics := "# HELP gateway_ledger_batches_total x\n# TYPE gateway_ledger_batches_total counter\ngateway_ledger_batches_total 1200\n" +
+		"gateway_ledger_transactions_total 150\ngateway_ledger_requests_total 150\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != metricsPath {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, metrics)
+	}))
+	defer srv.Close()
+	before, ok := scrapeLedger(strings.TrimPrefix(srv.URL, "http://"))
+	if !ok || before != (ledgerCounts{batches: 1200, transactions: 150}) {
+		t.Fatalf("scrape = %+v, %v", before, ok)
+	}
+	if _, ok := scrapeLedger("127.0.0.1:1"); ok {
+		t.Error("a scrape of nothing succeeded")
+	}
+	after := ledgerCounts{batches: 1200 + 640, transactions: 150 + 100}
+	rounds := []roundResult{
+		{ledger: ledgerWork(before, after, 320)},                                                // 6.4 per commit, 100 commits for 320 answers
+		{ledger: ledgerWork(before, ledgerCounts{batches: 1300, transactions: 250}, 0)},         // no answers: left out
+		{ledger: ledgerWork(before, ledgerCounts{batches: 1200 + 400, transactions: 200}, 200)}, // 8 per commit, 0.25 per answer
+	}
+	line := caseLine(benchCase{name: "closed16/small/sqld", ledger: "sqld"}, rounds, 0)
+	if want := "ledger 7.2 batches/commit, 0.28 commits/2xx"; !strings.Contains(line, want) {
+		t.Errorf("%q lacks %q", line, want)
 	}
 }
