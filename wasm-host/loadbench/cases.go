@@ -101,7 +101,7 @@ type roundResult struct {
 	// CPU per 2xx answer, in µs: the proxy's and the gateway's process,
 	// and sqld's while the gateway ran (0 on the embedded ledger).
 	proxyCPU, gatewayCPU, sqldCPU float64
-	// The gateway's ledger writer during the round (its /metrics).
+	// The gateway's ledger writer during the round (from its metrics).
 	ledger ledgerFigures
 }
 
