@@ -19,6 +19,9 @@ import (
 // TestCommittedBatchesSurviveSIGKILL writes to.
 const killChildEnv = "LEDGER_TEST_KILL_CHILD"
 
+// killPadEnv is the size of the blob each of the child's entries carries.
+const killPadEnv = "LEDGER_TEST_KILL_PAD"
+
 func TestMain(m *testing.M) {
 	if url := os.Getenv(killChildEnv); url != "" {
 		killChild(url)
@@ -33,20 +36,28 @@ func TestMain(m *testing.M) {
 // returns. A child process spends credits from 8 goroutines (so groups
 // form) and prints each committed debit; it is killed mid-stream, and
 // every debit it printed must be there, with the balance equal to the sum
-// of the entries.
+// of the entries. With 30 KB carried by each entry a group's commit is
+// larger than one write to the WAL (walwrite.go), so the kill also lands
+// between the pieces of a commit.
 func TestCommittedBatchesSurviveSIGKILL(t *testing.T) {
+	for _, pad := range []int{0, 30000} {
+		t.Run("pad="+strconv.Itoa(pad), func(t *testing.T) { killMidStream(t, pad) })
+	}
+}
+
+func killMidStream(t *testing.T, pad int) {
 	url := "file:" + filepath.Join(t.TempDir(), "ledger.db")
 	e := openT(t, url)
 	run(t, e,
 		stmt("CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL)"),
-		stmt("CREATE TABLE entries (id INTEGER PRIMARY KEY, delta INTEGER NOT NULL, note TEXT UNIQUE)"),
+		stmt("CREATE TABLE entries (id INTEGER PRIMARY KEY, delta INTEGER NOT NULL, note TEXT UNIQUE, pad BLOB)"),
 		stmt("INSERT INTO accounts VALUES (1, 1000000)"),
 		stmt("INSERT INTO entries (delta, note) VALUES (1000000, 'grant')"),
 	)
 	e.Close()
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), killChildEnv+"="+url)
+	cmd.Env = append(os.Environ(), killChildEnv+"="+url, killPadEnv+"="+strconv.Itoa(pad))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +88,9 @@ func TestCommittedBatchesSurviveSIGKILL(t *testing.T) {
 			t.Errorf("debit %s was reported committed but is gone", note)
 		}
 	}
+	if ok := scalar(t, e, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"); ok != 1 {
+		t.Errorf("the file after the kill fails SQLite's integrity check")
+	}
 	balance := scalar(t, e, "SELECT balance FROM accounts WHERE id = 1")
 	sum := scalar(t, e, "SELECT sum(delta) FROM entries")
 	if balance != sum || balance != 1000000-int64(len(found)) {
@@ -93,6 +107,7 @@ func killChild(url string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	pad, _ := strconv.Atoi(os.Getenv(killPadEnv))
 	var (
 		mu sync.Mutex
 		n  int
@@ -107,7 +122,8 @@ func killChild(url string) {
 				mu.Unlock()
 				res := e.Exec(context.Background(), batchOf(
 					stmt("UPDATE accounts SET balance = balance - 1 WHERE id = 1 AND balance >= 1"),
-					when(stmt("INSERT INTO entries (delta, note) VALUES (-1, ?)", abi.String(note)), abi.Cond{Step: 0, Test: abi.Affected}),
+					when(stmt("INSERT INTO entries (delta, note, pad) VALUES (-1, ?, zeroblob(?))", abi.String(note), abi.Int64(int64(pad))),
+						abi.Cond{Step: 0, Test: abi.Affected}),
 				))
 				if res.Err != "" {
 					fmt.Fprintln(os.Stderr, res.Err)
