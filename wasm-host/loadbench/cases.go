@@ -126,8 +126,9 @@ func (b *bench) runCase(c benchCase, gw *process, keys []string) {
 	// returns the CPU time p and sqld spent on it: CPU per answer does not
 	// move with the machine's speed the way throughput on a shared 2-core
 	// box does, so it is the steadier figure for comparing two builds.
-	// On the gateway it also returns what its ledger writer did.
-	measure := func(p *process, l load) (r run, rss int64, cpu, sqldCPU float64, led ledgerFigures) {
+	// On the gateway it also returns what its ledger writer did (zero
+	// when a scrape of its metrics failed).
+	measure := func(p *process, l load) (r run, rss int64, cpu, sqldCPU float64, led ledgerCounts) {
 		p.resetPeak()
 		led0, scraped := ledgerCounts{}, p == gw
 		if scraped {
@@ -144,7 +145,7 @@ func (b *bench) runCase(c benchCase, gw *process, keys []string) {
 		cpu, sqldCPU = processCPU(p.pid())-cpu0, b.sqldCPU()-sqld0
 		if scraped {
 			if led1, ok := scrapeLedger(p.addr); ok {
-				led = ledgerWork(led0, led1, summarise(r).ok)
+				led = led1.since(led0)
 			}
 		}
 		return r, rss, cpu, sqldCPU, led
@@ -170,7 +171,7 @@ func (b *bench) runCase(c benchCase, gw *process, keys []string) {
 			if s.name == "proxy" {
 				rr.proxy, rr.proxyRSS, rr.proxyCPU = sum, rss, perAnswer(cpu, sum.ok)
 			} else {
-				rr.gateway, rr.gatewayRSS, rr.ledger = sum, rss, led
+				rr.gateway, rr.gatewayRSS, rr.ledger = sum, rss, ledgerWork(led, sum.ok)
 				rr.gatewayCPU, rr.sqldCPU = perAnswer(cpu, sum.ok), perAnswer(sqldCPU, sum.ok)
 			}
 		}

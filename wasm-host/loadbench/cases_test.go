@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"decisiongateway/wasm-host/canary"
 )
 
 // TestCaseLineReportsCPUPerAnswer: the line gives the medians of each
@@ -111,9 +113,9 @@ func TestStaggeredClientsStartSpread(t *testing.T) {
 // whose scrapes failed is left out rather than counted as zero.
 func TestCaseLineReportsTheLedgersGroupCommit(t *testing.T) {
 	metrics := "# HELP gateway_ledger_batches_total x\n# TYPE gateway_ledger_batches_total counter\ngateway_ledger_batches_total 1200\n" +
-		"gateway_ledger_transactions_total 150\ngateway_ledger_requests_total 150\n"
+		"# TYPE gateway_ledger_transactions_total counter\ngateway_ledger_transactions_total 150\ngateway_ledger_requests_total 150\n"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != metricsPath {
+		if r.URL.Path != canary.MetricsPath {
 			http.NotFound(w, r)
 			return
 		}
@@ -129,9 +131,9 @@ func TestCaseLineReportsTheLedgersGroupCommit(t *testing.T) {
 	}
 	after := ledgerCounts{batches: 1200 + 640, transactions: 150 + 100}
 	rounds := []roundResult{
-		{ledger: ledgerWork(before, after, 320)},                                                // 6.4 per commit, 100 commits for 320 answers
-		{ledger: ledgerWork(before, ledgerCounts{batches: 1300, transactions: 250}, 0)},         // no answers: left out
-		{ledger: ledgerWork(before, ledgerCounts{batches: 1200 + 400, transactions: 200}, 200)}, // 8 per commit, 0.25 per answer
+		{ledger: ledgerWork(after.since(before), 320)},                                                // 6.4 per commit, 100 commits for 320 answers
+		{ledger: ledgerWork(ledgerCounts{batches: 1300, transactions: 250}.since(before), 0)},         // no answers: left out
+		{ledger: ledgerWork(ledgerCounts{batches: 1200 + 400, transactions: 200}.since(before), 200)}, // 8 per commit, 0.25 per answer
 	}
 	line := caseLine(benchCase{name: "closed16/small/sqld", ledger: "sqld"}, rounds, 0)
 	if want := "ledger 7.2 batches/commit, 0.28 commits/2xx"; !strings.Contains(line, want) {

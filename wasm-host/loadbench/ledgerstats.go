@@ -1,17 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
-)
 
-// metricsPath is where the gateway serves its metrics to loopback clients
-// (wasm-host/app, MetricsPath).
-const metricsPath = "/_gateway/metrics"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"decisiongateway/wasm-host/canary"
+)
 
 // ledgerCounts is what the gateway's ledger writer had done at a scrape of
 // its metrics (gateway_ledger_batches_total, …_transactions_total).
@@ -22,7 +20,7 @@ type ledgerCounts struct{ batches, transactions float64 }
 // up).
 func scrapeLedger(addr string) (c ledgerCounts, ok bool) {
 	client := &http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get("http://" + addr + metricsPath)
+	resp, err := client.Get("http://" + addr + canary.MetricsPath)
 	if err != nil {
 		return c, false
 	}
@@ -30,31 +28,20 @@ func scrapeLedger(addr string) (c ledgerCounts, ok bool) {
 	if resp.StatusCode != http.StatusOK {
 		return c, false
 	}
-	found := 0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, value, cut := strings.Cut(sc.Text(), " ")
-		if !cut {
-			continue
-		}
-		var into *float64
-		switch name {
-		case "gateway_ledger_batches_total":
-			into = &c.batches
-		case "gateway_ledger_transactions_total":
-			into = &c.transactions
-		default:
-			continue
-		}
-		v, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			return c, false
-		}
-		*into = v
-		found++
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return c, false
 	}
-	return c, sc.Err() == nil && found == 2
+	counter := func(name string, into *float64) bool {
+		f := families[name]
+		if f == nil || len(f.Metric) != 1 || f.Metric[0].Counter == nil {
+			return false
+		}
+		*into = f.Metric[0].Counter.GetValue()
+		return true
+	}
+	return c, counter("gateway_ledger_batches_total", &c.batches) && counter("gateway_ledger_transactions_total", &c.transactions)
 }
 
 // ledgerFigures is a round's ledger work on the gateway's side: batches
@@ -62,12 +49,18 @@ func scrapeLedger(addr string) (c ledgerCounts, ok bool) {
 // answer. Zero when the scrapes failed.
 type ledgerFigures struct{ batchesPerTx, txPer2xx float64 }
 
-func ledgerWork(before, after ledgerCounts, ok2xx int) ledgerFigures {
-	tx := after.transactions - before.transactions
-	if tx <= 0 || ok2xx == 0 {
+// ledgerWork is the figures of d, the writer's counts over a round that
+// gave ok2xx answers (zero counts: the scrapes failed).
+func ledgerWork(d ledgerCounts, ok2xx int) ledgerFigures {
+	if d.transactions <= 0 || ok2xx == 0 {
 		return ledgerFigures{}
 	}
-	return ledgerFigures{batchesPerTx: (after.batches - before.batches) / tx, txPer2xx: tx / float64(ok2xx)}
+	return ledgerFigures{batchesPerTx: d.batches / d.transactions, txPer2xx: d.transactions / float64(ok2xx)}
+}
+
+// since is c minus earlier, the writer's work in between.
+func (c ledgerCounts) since(earlier ledgerCounts) ledgerCounts {
+	return ledgerCounts{batches: c.batches - earlier.batches, transactions: c.transactions - earlier.transactions}
 }
 
 func (f ledgerFigures) String() string {
