@@ -140,3 +140,38 @@ func TestCaseLineReportsTheLedgersGroupCommit(t *testing.T) {
 		t.Errorf("%q lacks %q", line, want)
 	}
 }
+
+// The 1 s upstream case's line also gives the added p50 of the requests
+// started in the run's second half, once the start's herd has spread:
+// beside the whole run's figure, which keeps the verdict.
+func TestSecondHalfP50LeavesTheStartOut(t *testing.T) {
+	side := func(startLat, lateLat time.Duration) summary {
+		r := run{dur: 10 * time.Second, elapsed: 10 * time.Second}
+		for i := 0; i < 100; i++ {
+			at := time.Duration(i) * 100 * time.Millisecond // 0 … 9.9 s
+			lat := startLat                                 // the herd takes the first 6 s to spread
+			if at >= 6*time.Second {
+				lat = lateLat
+			}
+			r.samples = append(r.samples, sample{at: at, lat: lat, status: 200})
+		}
+		return summarise(r)
+	}
+	proxy := side(1002*time.Millisecond, 1001*time.Millisecond)
+	gateway := side(1060*time.Millisecond, 1004*time.Millisecond)
+	if gateway.late50.d != 1004*time.Millisecond || proxy.late50.d != 1001*time.Millisecond {
+		t.Fatalf("second half p50: gateway %v proxy %v, want 1.004 s and 1.001 s", gateway.late50.d, proxy.late50.d)
+	}
+	rounds := []roundResult{{proxy: proxy, gateway: gateway}}
+	slow := benchCase{name: "closed500-1s/small/embedded", latency: time.Second, conns: 500,
+		targets: targets{maxAddedP50: 5 * time.Millisecond}}
+	line := caseLine(slow, rounds, 0)
+	// 60 of the 100 requests are the herd's: the whole run's p50 is theirs.
+	if want := "added p50 +58.00ms [≤5.00ms FAIL] (second half +3.00ms)"; !strings.Contains(line, want) {
+		t.Errorf("%q lacks %q", line, want)
+	}
+	instant := benchCase{name: "closed16/small/embedded", conns: 16}
+	if line := caseLine(instant, rounds, 0); strings.Contains(line, "second half") {
+		t.Errorf("an instant upstream's line has the second half: %q", line)
+	}
+}

@@ -38,6 +38,7 @@ type load struct {
 
 // sample is one request's outcome.
 type sample struct {
+	at     time.Duration // its intended start, from the run's start
 	lat    time.Duration // from its intended start; for a cut request, its age at the cut
 	status int           // 0: transport error or cut
 	code   string        // X-Service-Error-Code of an error answer
@@ -49,6 +50,7 @@ type sample struct {
 type run struct {
 	samples []sample
 	elapsed time.Duration // from the first start to the last answer (or the cut)
+	dur     time.Duration // requests were started before dur had passed (load.dur)
 }
 
 // client returns an HTTP client that keeps a connection per concurrent
@@ -105,7 +107,9 @@ func closedLoop(l *load, conns int) run {
 			var mine []sample
 			time.Sleep(delay)
 			for time.Now().Before(deadline) && cutCtx.Err() == nil {
-				s := do(c, cutCtx, l, key, time.Now())
+				intended := time.Now()
+				s := do(c, cutCtx, l, key, intended)
+				s.at = intended.Sub(start)
 				mine = append(mine, s)
 				lastEnd.Store(int64(time.Since(start)))
 			}
@@ -115,7 +119,7 @@ func closedLoop(l *load, conns int) run {
 		}(l.keys[i%len(l.keys)], l.stagger*time.Duration(i)/time.Duration(conns))
 	}
 	wg.Wait()
-	return run{samples: all, elapsed: time.Duration(lastEnd.Load())}
+	return run{samples: all, elapsed: time.Duration(lastEnd.Load()), dur: l.dur}
 }
 
 // openLoop starts requests at rate per second on a fixed schedule, whether
@@ -147,6 +151,7 @@ func openLoop(l *load, rate float64) run {
 		go func(key string) {
 			defer wg.Done()
 			s := do(c, cutCtx, l, key, due)
+			s.at = due.Sub(start)
 			end := int64(time.Since(start))
 			mu.Lock()
 			all = append(all, s)
@@ -157,5 +162,5 @@ func openLoop(l *load, rate float64) run {
 		}(l.keys[i%len(l.keys)])
 	}
 	wg.Wait()
-	return run{samples: all, elapsed: time.Duration(lastEnd.Load())}
+	return run{samples: all, elapsed: time.Duration(lastEnd.Load()), dur: l.dur}
 }

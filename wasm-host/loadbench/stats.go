@@ -29,6 +29,10 @@ func (q quantile) String() string {
 type summary struct {
 	rps      float64 // 2xx answers per second
 	p50, p99 quantile
+	// late50 is the p50 of the requests started in the run's second half
+	// (run.dur): with clients that all start together (the 1 s upstream
+	// case), what is left once the start's herd has spread out.
+	late50   quantile
 	ok       int
 	statuses map[string]int // non-2xx answers by status and error code
 	errors   int            // transport errors
@@ -41,15 +45,17 @@ type summary struct {
 func summarise(r run) summary {
 	s := summary{statuses: map[string]int{}}
 	type ranked struct {
-		d   time.Duration
-		cut bool
+		d    time.Duration
+		cut  bool
+		late bool // started in the run's second half
 	}
 	var lat []ranked
 	for _, x := range r.samples {
+		late := r.dur > 0 && x.at >= r.dur/2
 		switch {
 		case x.cut:
 			s.cut++
-			lat = append(lat, ranked{x.lat, true})
+			lat = append(lat, ranked{x.lat, true, late})
 		case x.status == 0:
 			if s.errors == 0 && x.err != nil {
 				s.firstErr = x.err.Error()
@@ -57,7 +63,7 @@ func summarise(r run) summary {
 			s.errors++
 		case x.status/100 == 2:
 			s.ok++
-			lat = append(lat, ranked{x.lat, false})
+			lat = append(lat, ranked{x.lat, false, late})
 		default:
 			s.statuses[strings.TrimSpace(strconv.Itoa(x.status)+" "+x.code)]++
 		}
@@ -66,7 +72,7 @@ func summarise(r run) summary {
 		s.rps = float64(s.ok) / r.elapsed.Seconds()
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i].d < lat[j].d })
-	at := func(p float64) quantile {
+	at := func(lat []ranked, p float64) quantile {
 		if len(lat) == 0 {
 			return quantile{}
 		}
@@ -78,7 +84,14 @@ func summarise(r run) summary {
 		}
 		return q
 	}
-	s.p50, s.p99 = at(0.50), at(0.99)
+	s.p50, s.p99 = at(lat, 0.50), at(lat, 0.99)
+	var late []ranked
+	for _, x := range lat {
+		if x.late {
+			late = append(late, x)
+		}
+	}
+	s.late50 = at(late, 0.50)
 	return s
 }
 
