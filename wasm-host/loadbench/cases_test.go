@@ -175,3 +175,12 @@ func TestSecondHalfP50LeavesTheStartOut(t *testing.T) {
 		t.Errorf("an instant upstream's line has the second half: %q", line)
 	}
 }
+
+// The cold start runs at least minColdStarts rounds, more when asked.
+func TestColdStartRunsEnoughRounds(t *testing.T) {
+	for _, c := range []struct{ asked, want int }{{1, minColdStarts}, {3, minColdStarts}, {minColdStarts + 4, minColdStarts + 4}} {
+		if got := coldStartRounds(c.asked); got != c.want {
+			t.Errorf("coldStartRounds(%d) = %d, want %d", c.asked, got, c.want)
+		}
+	}
+}
