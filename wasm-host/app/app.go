@@ -322,7 +322,7 @@ type firstModule struct {
 // has no instrumented form for this hash (runtime.Engine.CompileFile). On
 // a start, reading every module into fresh memory (page faults, about
 // 1.4 MB for seven) cost as much as hashing it, on the processors the
-// decision module's compile needed (README, "Load benchmark").
+// decision module's compile needed (wasm-host/loadbench/MEASUREMENTS.md).
 func hashModule(dir, name string) moduleFile {
 	m := moduleFile{path: filepath.Join(dir, name+".wasm")}
 	f, err := os.Open(m.path)

@@ -7,7 +7,7 @@
 // The Transport hands every request to a writer goroutine and every answer
 // back from a reader goroutine that each connection keeps; fasthttp writes
 // and reads on the caller's goroutine. On closed16/small/embedded that cut
-// the gateway's CPU per decision by about 8% (README, "Load benchmark").
+// the gateway's CPU per decision by about 8% (wasm-host/loadbench/MEASUREMENTS.md).
 // What the Transport's reader also did was notice an idle connection the
 // upstream had closed; here such a connection is only found dead when a
 // request fails on it before any byte of the answer, and that request is

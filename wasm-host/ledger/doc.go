@@ -49,8 +49,8 @@
 //     nothing in flight, as they would without pipelining (land). On a
 //     server nearby the writer waits for each answer: its groups grow
 //     meanwhile, and sqld's fixed cost per request is most of what a
-//     decision costs it. Measured with loadbench -ledger-rtt: README, "Load
-//     benchmark".
+//     decision costs it. Measured with loadbench -ledger-rtt:
+//     wasm-host/loadbench/MEASUREMENTS.md.
 //   - Merged statements on a remote server. sqld compiles every statement
 //     of every request, and compiling is most of what a decision costs it,
 //     so a group's batches that are each the same one statement

@@ -78,7 +78,7 @@ func (e *Executor) write() {
 // runs a stream's requests one after another either way. On a server
 // nearby the writer waits for each answer (depth 1): its groups are larger
 // while it waits, and sqld's fixed cost per request is most of a decision's
-// (README, "Load benchmark": with sqld on the same machine, pipelining took
+// (wasm-host/loadbench/MEASUREMENTS.md: with sqld on the same machine, pipelining took
 // closed16/small/sqld from 0.19x to 0.14-0.16x; 2 ms away, it took
 // open300/small/sqld's added p50 from +15 ms to +8.6-10.4 ms with four in
 // flight, +11.4 ms with two).
