@@ -79,7 +79,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	if err != nil {
 		return fail(contract.InvalidRequest, err.Error())
 	}
-	cost := pricing.Cost(len(d.parsed.Questions), len(canonical))
+	cost := pricing.Cost(len(d.parsed.Questions), encoder.PricedLen())
 	// The fingerprint identifies the request of an idempotency record; a
 	// request without a key has no record to compare it with.
 	fingerprint := ""

@@ -165,6 +165,37 @@ func TestInsufficientCreditsRefusedBeforeUpstream(t *testing.T) {
 	g.CheckInvariant()
 }
 
+// A request is priced on its meaning, not on the canonical form's
+// spelling of its numbers: 1e20, written out as 21 digits there, counts
+// its own 4 bytes, so a body costs no more than its bytes would.
+func TestPriceCountsNumbersAtTheirShortest(t *testing.T) {
+	g := startGateway(t, "", nil)
+	acct, key := g.NewAccount(randomEmail(), 30)
+	numbers := func(n int, num string) string {
+		return `{"model":"m","questions":{"a":{"type":"noul"},"b":{"type":"noul"}},"state":[` + num + strings.Repeat(","+num, n-1) + `]}`
+	}
+	cost := func(body string) int { return 2 * ((len(body) + 4095) / 4096) }
+	// 60,077 bytes: the spec's formula on the body's own bytes is 2 × 15,
+	// the whole balance (on the canonical form's 264,077 it was 130).
+	body := numbers(12000, "1e20")
+	r := g.post(key, body)
+	if r.Status != 200 || r.Header.Get("X-Service-Credits") != strconv.Itoa(cost(body)) || g.Balance(acct) != 0 {
+		t.Fatalf("%d credits %q, want %d; balance %d: %s", r.Status, r.Header.Get("X-Service-Credits"), cost(body), g.Balance(acct), r.Body)
+	}
+	// Written out (55,077 bytes) the same numbers cost what 1e20 costs:
+	// the price is of the value, not of its spelling.
+	g.exec(`UPDATE accounts SET balance = balance + 8 WHERE id = ?`, str(acct))
+	g.exec(`INSERT INTO credit_entries (account_id, delta, kind, created_at) VALUES (?, 8, 'grant', 0)`, str(acct))
+	long, short := numbers(2500, "100000000000000000000"), numbers(2500, "1e20")
+	if r := g.post(key, long); r.Status != 200 || r.Header.Get("X-Service-Credits") != strconv.Itoa(cost(short)) || cost(short) != 8 {
+		t.Fatalf("%d credits %q, want %d", r.Status, r.Header.Get("X-Service-Credits"), cost(short))
+	}
+	if g.Balance(acct) != 0 {
+		t.Errorf("balance %d", g.Balance(acct))
+	}
+	g.CheckInvariant()
+}
+
 // The minute window could roll over mid-test; then the run is repeated on a
 // fresh account.
 func TestAccountRateLimitCountsReplaysAndSharesAcrossKeys(t *testing.T) {

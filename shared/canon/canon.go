@@ -46,6 +46,8 @@ type Encoder struct {
 	p       fastjson.Parser
 	members []member
 	num     []byte
+	n       int // length of the last form
+	longer  int // by how much its numbers are longer than their shortest spellings
 }
 
 type member struct {
@@ -73,12 +75,24 @@ func (e *Encoder) AppendTree(dst []byte, root *fastjson.Value, effectiveModel st
 		return dst, ErrNotRequest
 	}
 	e.members = e.members[:0]
+	e.n, e.longer = 0, 0
 	out, ok := e.object(dst, o, effectiveModel, true)
 	if !ok {
 		return dst, ErrNotRequest
 	}
+	e.n = len(out) - len(dst)
 	return out, nil
 }
+
+// PricedLen is the length a decision's price counts (shared/pricing): the
+// last canonical form's, each number counted at its shortest spelling
+// rather than at its canonical one. Canonical numbers follow ECMAScript's
+// layout, which writes 1e20 out as 21 digits; priced at that, a body of
+// many such numbers would cost several times its own size. So the price
+// is of the request's meaning (whitespace, key order and spelling never
+// change it) and never above its bytes as the client sent them, the
+// effective model's member aside.
+func (e *Encoder) PricedLen() int { return e.n - e.longer }
 
 // Append is Encoder.Append on a fresh Encoder, for callers that
 // canonicalise rarely.
@@ -118,7 +132,10 @@ func (e *Encoder) value(dst []byte, v *fastjson.Value) ([]byte, bool) {
 		// MarshalTo of a number copies its text unchanged; the copy goes
 		// into reusable scratch memory instead of a new string.
 		e.num = v.MarshalTo(e.num[:0])
-		return appendNumber(dst, str(e.num))
+		start := len(dst)
+		dst, short, ok := appendNumber(dst, str(e.num))
+		e.longer += len(dst) - start - short
+		return dst, ok
 	case fastjson.TypeTrue:
 		return append(dst, "true"...), true
 	case fastjson.TypeFalse:

@@ -2,6 +2,8 @@ package canon
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -123,13 +125,13 @@ func TestCanonicalNumberText(t *testing.T) {
 		"99e99999999999999999999":              "9.9e+100000000000000000000",
 		"10e-100000000000000000000":            "1e-99999999999999999999",
 	} {
-		got, ok := appendNumber(nil, in)
+		got, _, ok := appendNumber(nil, in)
 		if !ok || string(got) != want {
 			t.Errorf("appendNumber(%s) = %s, %v; want %s", in, got, ok, want)
 		}
 	}
 	for _, bad := range []string{"", "-", "01", "1.", ".5", "1e", "+1", "NaN", "Infinity", "1e+", "0x1", "1 "} {
-		if _, ok := appendNumber(nil, bad); ok {
+		if _, _, ok := appendNumber(nil, bad); ok {
 			t.Errorf("appendNumber(%q) accepted", bad)
 		}
 	}
@@ -197,9 +199,138 @@ func TestFingerprint(t *testing.T) {
 func TestCostIgnoresFormatting(t *testing.T) {
 	compact := `{"state":"` + strings.Repeat("x", 4000) + `","questions":{"q":{"type":"noul"}}}`
 	spaced := strings.Replace(compact, `,"questions"`, strings.Repeat(" ", 3000)+`,"questions"`, 1)
-	a, b := canonical(t, compact), canonical(t, spaced)
-	if pricing.Cost(1, len(a)) != pricing.Cost(1, len(b)) || pricing.Cost(1, len(a)) != 1 {
-		t.Fatalf("cost depends on whitespace: %d vs %d", pricing.Cost(1, len(a)), pricing.Cost(1, len(b)))
+	priced := func(body string) int64 {
+		var e Encoder
+		if _, err := e.Append(nil, []byte(body), defaultModel); err != nil {
+			t.Fatal(err)
+		}
+		return pricing.Cost(1, e.PricedLen())
+	}
+	if a, b := priced(compact), priced(spaced); a != b || a != 1 {
+		t.Fatalf("cost depends on whitespace: %d vs %d", a, b)
+	}
+}
+
+// spellings returns JSON spellings of ±digits × 10^x: plain notation, and
+// the point after each of the digits with an exponent, written with and
+// without "+", and padded with a zero at either end.
+func spellings(neg bool, digits string, x int) []string {
+	sign := ""
+	if neg {
+		sign = "-"
+	}
+	k := len(digits)
+	var out []string
+	switch n := k + x; {
+	case x >= 0:
+		out = append(out, digits+strings.Repeat("0", x))
+	case n > 0:
+		out = append(out, digits[:n]+"."+digits[n:], digits[:n]+"."+digits[n:]+"0")
+	default:
+		out = append(out, "0."+strings.Repeat("0", -n)+digits)
+	}
+	for p := 1; p <= k; p++ {
+		m := digits[:p]
+		if p < k {
+			m += "." + digits[p:]
+		}
+		e := x + k - p
+		out = append(out, m+"e"+strconv.Itoa(e), m+"E"+strconv.Itoa(e))
+		if e >= 0 {
+			out = append(out, m+"e+"+strconv.Itoa(e))
+		}
+		if p < k {
+			out = append(out, m+"0e"+strconv.Itoa(e))
+		} else {
+			out = append(out, m+"0e"+strconv.Itoa(e-1))
+		}
+	}
+	out = append(out, "0."+digits+"e"+strconv.Itoa(x+k))
+	for i := range out {
+		out[i] = sign + out[i]
+	}
+	return out
+}
+
+func TestShortestSpellingIsNoLongerThanAnyAndIsOne(t *testing.T) {
+	// 95 digits at x = -100 are where "d.dd…e-6" is shorter than both
+	// plain notation and the digits with an exponent.
+	long := strings.Repeat("1234567891", 9) + "23457"
+	for _, digits := range []string{"1", "5", "15", "123", "1234567", "12345678901234567890123", long} {
+		for x := -120; x <= 40; x++ {
+			for _, neg := range []bool{false, true} {
+				all := spellings(neg, digits, x)
+				shortest := len(all[0])
+				canonical, short, ok := appendNumber(nil, all[0])
+				if !ok {
+					t.Fatalf("appendNumber(%s) refused", all[0])
+				}
+				for _, s := range all {
+					c, sh, ok := appendNumber(nil, s)
+					if !ok || string(c) != string(canonical) || sh != short {
+						t.Fatalf("%s: canonical %s short %d, want %s %d (same value as %s)", s, c, sh, canonical, short, all[0])
+					}
+					shortest = min(shortest, len(s))
+				}
+				// The spellings above include the shortest there is, so
+				// short must be exactly it: never longer than a client's
+				// spelling, never shorter than any spelling can be.
+				if short != shortest {
+					t.Errorf("%v %s×10^%d: short %d, the shortest spelling has %d (%q)", neg, digits, x, short, shortest, all)
+				}
+				if short > len(canonical) {
+					t.Errorf("%s: short %d longer than canonical %s", all[0], short, canonical)
+				}
+			}
+		}
+	}
+}
+
+func TestPricedLenCountsNumbersAtTheirShortest(t *testing.T) {
+	var e Encoder
+	for _, c := range []struct {
+		body string
+		want int // PricedLen
+	}{
+		// 1e20 is written out as 21 digits in the canonical form; priced at
+		// its own 4 bytes.
+		{`{"model":"m","state":[1e20,1e20],"questions":{"q":{"type":"noul"}}}`, len(`{"model":"m","questions":{"q":{"type":"noul"}},"state":[1e20,1e20]}`)},
+		// 100000000000000000000 is priced as 1e20, whitespace not at all.
+		{`{ "model" : "m", "state" : [100000000000000000000], "questions":{"q":{"type":"noul"}}}`, len(`{"model":"m","questions":{"q":{"type":"noul"}},"state":[1e20]}`)},
+		{`{"model":"m","state":[1e-6,-0.0,1.5e+300],"questions":{"q":{"type":"noul"}}}`, len(`{"model":"m","questions":{"q":{"type":"noul"}},"state":[1e-6,0,15e299]}`)},
+	} {
+		form, err := e.Append(nil, []byte(c.body), "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.PricedLen(); got != c.want || got > len(form) {
+			t.Errorf("%s: PricedLen %d, want %d (canonical %d bytes: %s)", c.body, got, c.want, len(form), form)
+		}
+	}
+	// The body the price was once several times: 12,960 numbers of 1e20
+	// under 32 questions, 65,531 bytes. Priced at most at its own length.
+	var b strings.Builder
+	b.WriteString(`{"model":"m","state":[`)
+	for i := range 12960 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("1e20")
+	}
+	b.WriteString(`],"questions":{`)
+	for i := range 32 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"q%d":{"type":"noul"}`, i)
+	}
+	b.WriteString(`}}`)
+	form, err := e.Append(nil, []byte(b.String()), "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.PricedLen(); got > b.Len() || len(form) < 4*b.Len() {
+		t.Errorf("PricedLen %d for a %d-byte body (canonical %d bytes)", got, b.Len(), len(form))
 	}
 }
 

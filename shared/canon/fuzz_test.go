@@ -10,7 +10,9 @@ import (
 // FuzzCanonicalFormIsStable checks, for every body the validator accepts,
 // that the canonical form is valid JSON, is a fixed point (canonicalising it
 // again changes nothing), does not depend on the Encoder's history, and is
-// the same from the validator's tree (ValidateTree, AppendTree).
+// the same from the validator's tree (ValidateTree, AppendTree); and that
+// its priced length is never more than the body's own, nor than the
+// canonical form's.
 //
 //	go test -run='^$' -fuzz=FuzzCanonicalFormIsStable -fuzztime=30s ./shared/canon
 func FuzzCanonicalFormIsStable(f *testing.F) {
@@ -27,7 +29,16 @@ func FuzzCanonicalFormIsStable(f *testing.F) {
 		if _, err := v.Validate(body); err != nil {
 			return
 		}
-		once, err := reused.Append(nil, body, "model-latest")
+		once, err := reused.Append(nil, body, "")
+		if err != nil {
+			t.Fatalf("validated body not canonicalised: %v", err)
+		}
+		// With the body's own model (""), nothing is inserted: the price
+		// counts no byte the client did not send.
+		if p := reused.PricedLen(); p > len(body) || p > len(once) || p <= 0 {
+			t.Fatalf("priced length %d for a %d-byte body, canonical %d bytes: %s", p, len(body), len(once), once)
+		}
+		once, err = reused.Append(nil, body, "model-latest")
 		if err != nil {
 			t.Fatalf("validated body not canonicalised: %v", err)
 		}

@@ -3,7 +3,9 @@ package canon
 import "strconv"
 
 // appendNumber appends the canonical text of the JSON number text num, or
-// reports false if num is not a JSON number.
+// reports false if num is not a JSON number. short is the length of the
+// number's shortest JSON spelling (shortestLen), what a decision's price
+// counts for it.
 //
 // The canonical text is a function of the exact decimal value only, computed
 // from the digits, never through float64: 1e2, 100, 100.0 and 1.00e+2 all
@@ -15,7 +17,7 @@ import "strconv"
 // digits: plain notation while the decimal point is at most 21 digits to the
 // right of the first digit and at most 6 zeros follow "0.", exponent
 // notation (1.5e+300, 1e-7) otherwise.
-func appendNumber(dst []byte, num string) ([]byte, bool) {
+func appendNumber(dst []byte, num string) (_ []byte, short int, ok bool) {
 	i := 0
 	neg := false
 	if i < len(num) && num[i] == '-' {
@@ -28,7 +30,7 @@ func appendNumber(dst []byte, num string) ([]byte, bool) {
 	}
 	intDigits := num[intStart:i]
 	if len(intDigits) == 0 || len(intDigits) > 1 && intDigits[0] == '0' {
-		return dst, false
+		return dst, 0, false
 	}
 	var fracDigits string
 	if i < len(num) && num[i] == '.' {
@@ -39,7 +41,7 @@ func appendNumber(dst []byte, num string) ([]byte, bool) {
 		}
 		fracDigits = num[s:i]
 		if fracDigits == "" {
-			return dst, false
+			return dst, 0, false
 		}
 	}
 	expNeg := false
@@ -56,11 +58,11 @@ func appendNumber(dst []byte, num string) ([]byte, bool) {
 		}
 		expDigits = num[s:i]
 		if expDigits == "" {
-			return dst, false
+			return dst, 0, false
 		}
 	}
 	if i != len(num) {
-		return dst, false
+		return dst, 0, false
 	}
 
 	// The significant digits are intDigits+fracDigits without leading and
@@ -78,7 +80,7 @@ func appendNumber(dst []byte, num string) ([]byte, bool) {
 		first++
 	}
 	if first == all {
-		return append(dst, '0'), true // zero, whatever its sign or exponent
+		return append(dst, '0'), 1, true // zero, whatever its sign or exponent
 	}
 	last := all
 	for at(last-1) == '0' {
@@ -94,6 +96,7 @@ func appendNumber(dst []byte, num string) ([]byte, bool) {
 		dst = append(dst, '-')
 	}
 	n, small := smallExponent(expDigits, expNeg, shift)
+	start := len(dst)
 	digits := func(dst []byte, from, to int) []byte {
 		for j := from; j < to; j++ {
 			dst = append(dst, at(first+j))
@@ -125,7 +128,62 @@ func appendNumber(dst []byte, num string) ([]byte, bool) {
 		dst = append(dst, 'e')
 		dst = appendExponent(dst, expDigits, expNeg, shift-1)
 	}
-	return dst, true
+	short = len(dst) - start
+	if small {
+		short = shortestLen(neg, int64(k), int64(n)-int64(k))
+	}
+	return dst, short, true
+}
+
+// shortestLen is the length of the shortest JSON spelling of ±D × 10^x,
+// where D is an integer of k significant digits (no trailing zero): plain
+// notation (1500, 0.0015, 1.5) or a mantissa with an exponent, the point
+// after any of D's digits (15e2, 1.5e3; never "+" in the exponent). No way
+// of writing the number is shorter, so a price counted with it never
+// exceeds what the client's own spelling of the number would.
+func shortestLen(neg bool, k, x int64) int {
+	best := k + 1 + expLen(x) // D e x
+	switch {
+	case x >= 0:
+		best = min(best, k+x) // D and x zeros
+	case k+x > 0:
+		best = min(best, k+1) // a point inside D
+	default:
+		best = min(best, 2-x) // "0.", zeros, D
+	}
+	if k >= 2 {
+		// d.dd…e with the point after p of D's k digits, 1 ≤ p < k: the
+		// exponent runs over x+1 … x+k-1; the shortest is the one nearest
+		// zero.
+		lo, hi := x+1, x+k-1
+		e := lo
+		switch {
+		case hi < 0:
+			e = hi
+		case lo <= 0:
+			e = 0
+		}
+		best = min(best, k+2+expLen(e))
+	}
+	if neg {
+		best++
+	}
+	return int(best)
+}
+
+// expLen is the length of an exponent's text: its digits, and "-" when
+// negative.
+func expLen(e int64) int64 {
+	n := int64(1)
+	if e < 0 {
+		n++
+		e = -e
+	}
+	for e >= 10 {
+		e /= 10
+		n++
+	}
+	return n
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
