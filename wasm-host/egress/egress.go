@@ -23,9 +23,12 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
@@ -276,8 +279,11 @@ func tooLarge(maxBytes int) abi.FetchResponse {
 
 // echoes reports whether an answer contains secret: in its body or in any
 // header name or value, as sent or in the escaped forms an echo takes
-// (JSON's \/, percent-encoding), so an upstream that reflects the request
-// it received cannot hand the operator's key to a guest.
+// (JSON's \/, percent-encoding), and in the body once its JSON escapes are
+// decoded (\u002d, up to three levels of a string inside a string), so an
+// upstream that reflects the request it received cannot hand the
+// operator's key to a guest, nor to a caller whose JSON parser would
+// decode it.
 func echoes(secret string, body []byte, headers abi.Headers) bool {
 	forms := []string{secret}
 	for _, f := range []string{strings.ReplaceAll(secret, "/", `\/`), url.QueryEscape(secret), url.PathEscape(secret)} {
@@ -295,7 +301,79 @@ func echoes(secret string, body []byte, headers abi.Headers) bool {
 			}
 		}
 	}
+	decoded := body
+	for range maxEscapeLevels {
+		if bytes.IndexByte(decoded, '\\') < 0 {
+			break
+		}
+		decoded = unescapeJSON(decoded)
+		if bytes.Contains(decoded, []byte(secret)) {
+			return true
+		}
+	}
 	return false
+}
+
+// maxEscapeLevels is how many times echoes decodes a body's JSON escapes:
+// a JSON string that holds JSON text escapes it again, and a caller may
+// decode each level.
+const maxEscapeLevels = 3
+
+// unescapeJSON returns text with every JSON escape sequence decoded, in or
+// out of a string (a lone surrogate as U+FFFD), and anything else (an
+// unknown or cut escape) left as it was: the text need not be valid JSON.
+func unescapeJSON(text []byte) []byte {
+	out := make([]byte, 0, len(text))
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c != '\\' || i+1 == len(text) {
+			out = append(out, c)
+			continue
+		}
+		switch e := text[i+1]; e {
+		case '"', '\\', '/':
+			out = append(out, e)
+			i++
+		case 'b', 'f', 'n', 'r', 't':
+			out = append(out, "\b\f\n\r\t"[strings.IndexByte("bfnrt", e)])
+			i++
+		case 'u':
+			r, n := unicodeEscape(text[i:])
+			if n == 0 {
+				out = append(out, c)
+				continue
+			}
+			out = utf8.AppendRune(out, r)
+			i += n - 1
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// unicodeEscape decodes the \uXXXX at the start of text, or a surrogate
+// pair of two, returning the rune and the bytes it took (0 if none).
+func unicodeEscape(text []byte) (rune, int) {
+	hex4 := func(b []byte) (rune, bool) {
+		if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(b[2:6]), 16, 16)
+		return rune(v), err == nil
+	}
+	r, ok := hex4(text)
+	if !ok {
+		return 0, 0
+	}
+	if utf16.IsSurrogate(r) {
+		if lo, ok := hex4(text[6:]); ok {
+			if pair := utf16.DecodeRune(r, lo); pair != utf8.RuneError {
+				return pair, 12
+			}
+		}
+	}
+	return r, 6
 }
 
 func failure(deadline time.Time, maxBytes int, err error) abi.FetchResponse {

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -69,6 +70,19 @@ func TestCredentialWithoutOriginIsNeverSent(t *testing.T) {
 // credential_leak kind, no status, no header and no byte of the body.
 // Answers without it, and requests that carried no credential, pass.
 func TestAnswersEchoingTheCredentialAreDropped(t *testing.T) {
+	// uEscape writes the characters of s that are in chars as JSON \uXXXX
+	// escapes, in upper-case hex.
+	uEscape := func(s, chars string) string {
+		var b strings.Builder
+		for _, r := range s {
+			if strings.ContainsRune(chars, r) {
+				fmt.Fprintf(&b, `\u%04X`, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+		return b.String()
+	}
 	const key = "sk-live/echo+me=="
 	var answer func(w http.ResponseWriter)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { answer(w) }))
@@ -85,6 +99,14 @@ func TestAnswersEchoingTheCredentialAreDropped(t *testing.T) {
 		{"redirect", func(w http.ResponseWriter) { w.Header().Set("Location", "/again?key="+key); w.WriteHeader(302) }, true},
 		{"JSON-escaped", func(w http.ResponseWriter) { w.Write([]byte(`{"k":"` + strings.ReplaceAll(key, "/", `\/`) + `"}`)) }, true},
 		{"percent-encoded", func(w http.ResponseWriter) { w.Write([]byte("key=" + url.QueryEscape(key))) }, true},
+		{"JSON \\u-escaped", func(w http.ResponseWriter) { w.Write([]byte(`{"k":"` + uEscape(key, "-/+=") + `"}`)) }, true},
+		{"JSON \\u-escaped whole", func(w http.ResponseWriter) { w.Write([]byte(`{"k":"` + uEscape(key, key) + `"}`)) }, true},
+		{"JSON-escaped twice", func(w http.ResponseWriter) {
+			w.Write([]byte(`{"inner":"{\\"k\\":\\"` + strings.ReplaceAll(uEscape(key, "-"), `\`, `\\`) + `\\"}"}`))
+		}, true},
+		{"clean with escapes", func(w http.ResponseWriter) {
+			w.Write([]byte(`{"model":"m","note":"a\nb \u00e9 \ud83d\ude00 \/ \\ \"q\" \u12"}`))
+		}, false},
 		{"clean", func(w http.ResponseWriter) { w.Header().Set("X-Request-Id", "req-1"); w.Write([]byte(`{"model":"m"}`)) }, false},
 	}
 	for _, tc := range cases {

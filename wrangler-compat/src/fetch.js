@@ -128,7 +128,9 @@ const encoder = new TextEncoder();
 /**
  * echoes reports whether an answer holds secret, in its body or any header
  * name or value, as sent or in the escaped forms an echo takes (JSON's \/,
- * percent-encoding), as wasm-host/egress checks it.
+ * percent-encoding), and in the body once its JSON escapes are decoded
+ * (\u002d, up to three levels of a string inside a string), as
+ * wasm-host/egress checks it.
  */
 export function echoes(secret, body, headers) {
   const forms = new Set([secret, secret.replaceAll("/", "\\/"), encodeURIComponent(secret), queryEscape(secret)]);
@@ -138,7 +140,29 @@ export function echoes(secret, body, headers) {
       if (name.includes(form) || value.includes(form)) return true;
     }
   }
+  if (body && body.includes(0x5c)) {
+    let text = lenient.decode(body);
+    for (let level = 0; level < MAX_ESCAPE_LEVELS && text.includes("\\"); level++) {
+      text = unescapeJSON(text);
+      if (text.includes(secret)) return true;
+    }
+  }
   return false;
+}
+
+/** MAX_ESCAPE_LEVELS: a JSON string holding JSON text escapes it again. */
+const MAX_ESCAPE_LEVELS = 3;
+const lenient = new TextDecoder();
+const SHORT_ESCAPES = { '"': '"', "\\": "\\", "/": "/", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" };
+
+/**
+ * unescapeJSON decodes every JSON escape sequence in text, in or out of a
+ * string, and leaves anything else as it was: the text need not be JSON.
+ */
+function unescapeJSON(text) {
+  return text.replace(/\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))/g, (_, hex, c) =>
+    hex ? String.fromCharCode(parseInt(hex, 16)) : SHORT_ESCAPES[c],
+  );
 }
 
 /** queryEscape is Go's url.QueryEscape: encodeURIComponent with + for space. */

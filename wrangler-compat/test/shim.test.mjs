@@ -183,6 +183,7 @@ test("fetch adds the upstream key for the upstream only, and never returns it", 
 
 test("fetch drops an answer that echoes the credential it was sent", async () => {
   const key = "sk-live/echo+me==";
+  const uEscape = (s) => [...s].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("");
   let mode = "";
   const up = await upstream((req, res) => {
     const auth = req.headers.authorization ?? "";
@@ -206,6 +207,16 @@ test("fetch drops an answer that echoes the credential it was sent", async () =>
       case "JSON-escaped":
         res.end(`{"k":"${key.replaceAll("/", "\\/")}"}`);
         break;
+      case "JSON \\u-escaped":
+        res.end(`{"k":"${uEscape(key)}"}`);
+        break;
+      case "JSON-escaped twice":
+        // A JSON text inside a string: a caller that parses both gets the key.
+        res.end(JSON.stringify({ inner: `{"k":"${uEscape(key)}"}` }));
+        break;
+      case "clean with escapes":
+        res.end(String.raw`{"model":"m","note":"a\nb \u00e9 \ud83d\ude00 \/ \\ \"q\" \u12"}`);
+        break;
       default:
         res.setHeader("x-request-id", "req-1");
         res.end(`{"model":"m","seen":"${auth.toUpperCase()}"}`);
@@ -213,14 +224,15 @@ test("fetch drops an answer that echoes the credential it was sent", async () =>
   });
   try {
     const env = { UPSTREAM_URL: `${up.url}/v1`, UPSTREAM_API_KEY: key };
-    for (mode of ["success body", "error body", "header", "redirect", "JSON-escaped"]) {
+    for (mode of ["success body", "error body", "header", "redirect", "JSON-escaped", "JSON \\u-escaped", "JSON-escaped twice"]) {
       const r = await hostFetch(fetchReq(`${up.url}/v1/service`, { method: "POST", credential: "upstream" }), env);
       assert.deepEqual([r.status, r.errKind, r.headers, r.body], [0, "credential_leak", [], null], mode);
       assert.ok(!r.errMsg.includes(key), mode);
     }
-    mode = "clean";
-    const clean = await hostFetch(fetchReq(`${up.url}/v1/service`, { method: "POST", credential: "upstream" }), env);
-    assert.deepEqual([clean.status, clean.errKind], [200, ""]);
+    for (mode of ["clean", "clean with escapes"]) {
+      const clean = await hostFetch(fetchReq(`${up.url}/v1/service`, { method: "POST", credential: "upstream" }), env);
+      assert.deepEqual([clean.status, clean.errKind], [200, ""], mode);
+    }
     mode = "success body";
     const none = await hostFetch(fetchReq(`${up.url}/v1/service`), env);
     assert.deepEqual([none.status, none.errKind], [200, ""], "an answer to a request without the credential is the module's own");

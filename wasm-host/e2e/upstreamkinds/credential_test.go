@@ -2,6 +2,7 @@ package upstreamkinds_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -38,7 +39,24 @@ func vendorEchoes() []echo {
 		{"header", func(w http.ResponseWriter, r *http.Request, body []byte) {
 			writeJSON(w, 200, answer(body, nil), "X-Request-Id", operatorKey)
 		}},
+		{"success body, \\u-escaped", func(w http.ResponseWriter, r *http.Request, body []byte) {
+			writeJSON(w, 200, strings.TrimSuffix(answer(body, nil), "}")+`,"debug":"`+uEscaped(operatorKey)+`"}`)
+		}},
+		{"error body, \\u-escaped", func(w http.ResponseWriter, r *http.Request, body []byte) {
+			writeJSON(w, 400, `{"error":{"type":"invalid_request_error","message":"key `+uEscaped(operatorKey)+`"}}`)
+		}},
 	}
+}
+
+// uEscaped writes s as the inside of a JSON string whose every character is
+// a \uXXXX escape: the same string to any JSON parser, none of its bytes
+// as sent.
+func uEscaped(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		fmt.Fprintf(&b, `\u%04x`, r)
+	}
+	return b.String()
 }
 
 // routerEchoes answer Chat Completions: the key as the resolved model (which
@@ -50,6 +68,9 @@ func routerEchoes(t *testing.T) []echo {
 	withKey, _ := json.Marshal(reply)
 	return []echo{
 		{"success body", func(w http.ResponseWriter, r *http.Request, _ []byte) { writeJSON(w, 200, string(withKey)) }},
+		{"success body, \\u-escaped", func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			writeJSON(w, 200, strings.Replace(string(withKey), operatorKey, uEscaped(operatorKey), 1))
+		}},
 		{"error body", func(w http.ResponseWriter, r *http.Request, _ []byte) {
 			writeJSON(w, 400, `{"error":{"message":"no such key: `+operatorKey+`","code":400}}`)
 		}},
@@ -66,6 +87,9 @@ func edgeEchoes() []echo {
 		{"success body", func(w http.ResponseWriter, r *http.Request, _ []byte) {
 			writeJSON(w, 200, strings.Replace(bindingResult, "vendor/model-2026-01-15", operatorKey, 1))
 		}},
+		{"success body, \\u-escaped", func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			writeJSON(w, 200, strings.Replace(bindingResult, "vendor/model-2026-01-15", uEscaped(operatorKey), 1))
+		}},
 		{"error body", func(w http.ResponseWriter, r *http.Request, _ []byte) {
 			writeJSON(w, 400, `{"result":null,"success":false,"errors":[{"code":10000,"message":"bad token `+operatorKey+`"}],"messages":[]}`)
 		}},
@@ -75,9 +99,12 @@ func edgeEchoes() []echo {
 	}
 }
 
-// leaks reports where in a reply the operator's key appears, if anywhere.
+// leaks reports where in a reply the operator's key appears, if anywhere:
+// as sent, or in the body's JSON strings as a client's parser decodes them.
 func leaks(r reply) string {
-	if strings.Contains(string(r.Body), operatorKey) {
+	var decoded any
+	if strings.Contains(string(r.Body), operatorKey) ||
+		json.Unmarshal(r.Body, &decoded) == nil && strings.Contains(fmt.Sprint(decoded), operatorKey) {
 		return "body"
 	}
 	for name, values := range r.Header {
