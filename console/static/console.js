@@ -209,7 +209,7 @@ async function loadKeys() {
   const n = newest('keys');
   const r = await call('GET', '/keys');
   if (stale('keys', n)) return;
-  if (r.resp.status === 401) return signedOut();
+  if (sessionEnded(r)) return signedOut();
   if (!r.resp.ok) { status(errorText(r), true); return; }
   $('keys-max').textContent = r.data.maxActive;
   const body = $('keys-body');
@@ -297,7 +297,7 @@ async function loadUsage() {
   const n = newest('usage');
   const r = await call('GET', '/usage');
   if (stale('usage', n)) return;
-  if (r.resp.status === 401) return signedOut();
+  if (sessionEnded(r)) return signedOut();
   if (!r.resp.ok) { status(errorText(r), true); return; }
   const u = r.data;
   $('balance').textContent = String(u.balance);
@@ -396,7 +396,7 @@ $('pg-form').addEventListener('submit', async (ev) => {
   status('Sending the decision…');
   try {
     const r = await call('POST', '/playground', sent, headers);
-    if (r.resp.status === 401) return signedOut();
+    if (sessionEnded(r)) return signedOut();
     const h = (name) => r.resp.headers.get(name);
     $('pg-status').textContent = `${r.resp.status} ${r.resp.statusText}`.trim();
     $('pg-rid').textContent = h('X-Request-Id') || '—';
@@ -425,6 +425,13 @@ $('pg-form').addEventListener('submit', async (ev) => {
     $('pg-send').disabled = false;
   }
 });
+
+// sessionEnded: a 401 of the console's own. A playground decision's 401
+// from the upstream (the vendor refusing the operator's key) is a failed
+// decision and says nothing about the session (spec §5 rule 5).
+function sessionEnded(r) {
+  return r.resp.status === 401 && r.resp.headers.get('X-Service-Error-Source') !== 'upstream';
+}
 
 function signedOut() {
   status('Your session has ended. Sign in again.', true);

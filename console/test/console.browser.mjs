@@ -295,6 +295,19 @@ async function main() {
   assert.ok(phoneDates.length >= 2 && phoneDates.length < dates.length, `fewer dates on a phone: ${phoneDates}`);
   await page.setViewportSize(DESKTOP);
 
+  step('an upstream 401 is a failed decision, not the end of the session');
+  // Spec §5 rule 5: the vendor refusing the operator's key says nothing
+  // about the browser session.
+  await page.getByRole('tab', { name: 'Playground' }).click();
+  await editor.fill('{"state": "upstream-401", "questions": {"q": {"type": "noul"}}}');
+  await page.getByRole('button', { name: 'Send decision' }).click();
+  await page.locator('#status').getByText('The decision failed').waitFor();
+  assert.equal(await page.locator('#pg-code').textContent(), 'upstream_auth_failed (upstream)');
+  assert.equal(await page.locator('#pg-credits').textContent(), '0', 'refunded');
+  assert.ok(await page.locator('#console').isVisible(), 'the console stays');
+  assert.equal(await page.locator('#signin').isVisible(), false, 'no sign-in form');
+  await page.getByRole('button', { name: 'Reset example' }).click();
+
   step('revoke the key');
   await page.getByRole('tab', { name: 'API keys' }).click();
   page.once('dialog', (d) => d.accept());
@@ -319,10 +332,10 @@ async function main() {
   assert.equal((await after.json()).signedIn, false, 'the old cookie is dead server-side');
   await check('11-signed-out');
 
-  // Chromium reports the refused address's 400 and the cut connection as
-  // console errors: the two expected lines.
-  const refused = /^Failed to load resource: (the server responded with a status of 400|net::ERR_CONNECTION_RESET)/;
-  assert.equal(problems.filter((p) => refused.test(p)).length, 2, `the refused and the cut request: ${problems}`);
+  // Chromium reports the refused address's 400, the cut connection and the
+  // upstream's 401 as console errors: the three expected lines.
+  const refused = /^Failed to load resource: (the server responded with a status of 40[01]|net::ERR_CONNECTION_RESET)/;
+  assert.equal(problems.filter((p) => refused.test(p)).length, 3, `the refused, the cut and the upstream-refused request: ${problems}`);
   assert.deepEqual(problems.filter((p) => !refused.test(p)), [], 'no script errors or CSP violations');
   console.log(`    checked at ${DESKTOP.width} and ${PHONE.width} px: ${checked.length} states; snippets run: ${ran.join(', ')}`);
 }

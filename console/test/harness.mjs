@@ -31,7 +31,8 @@ function freePort() {
 
 // startVendor is a fake vendor API: it records each body and answers a
 // valid decision (choice: even odds, the first option chosen; score: all
-// on level 0; noul: 0.5).
+// on level 0; noul: 0.5), or, when the state is "upstream-401", refuses
+// the operator's key as a vendor would.
 export function startVendor() {
   const received = [];
   const server = http.createServer((req, res) => {
@@ -40,6 +41,11 @@ export function startVendor() {
     req.on('data', (c) => { body += c; });
     req.on('end', () => {
       received.push(body);
+      if (JSON.parse(body).state === 'upstream-401') {
+        res.writeHead(401, { 'Content-Type': 'application/json' });
+        res.end('{"error":{"type":"authentication_error","message":"invalid x-api-key"}}');
+        return;
+      }
       const q = JSON.parse(body).questions; // numbers may round here: only names and types are read
       const answers = {};
       for (const [name, spec] of Object.entries(q)) {
