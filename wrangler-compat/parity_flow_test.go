@@ -77,8 +77,15 @@ func TestDecisionsAndKeysAgreeOnBothHosts(t *testing.T) {
 		{"duplicate key", `{"state":1,"state":2,"questions":{"q":{"type":"noul"}}}`},
 		{"not JSON", `{"state":`},
 		{"boolean type", `{"state":null,"questions":{"q":{"type":"boolean"}}}`},
+		{"oversize", `{"state":"` + strings.Repeat("x", 65536) + `","questions":{"q":{"type":"noul"}}}`},
 	} {
-		p.same(c.what, p.both("POST", "/v1/service", c.body, withKey()), true, decisionHeaders...)
+		refusal := p.both("POST", "/v1/service", c.body, withKey())
+		p.same(c.what, refusal, true, decisionHeaders...)
+		for i, a := range refusal {
+			if a.header.Get("X-Service-Credits") != "0" {
+				t.Errorf("%s: %s: X-Service-Credits %q, want 0 (nothing charged)", p.sides[i].name, c.what, a.header.Get("X-Service-Credits"))
+			}
+		}
 	}
 	unknown := newUnknownKey()
 	p.same("unknown key", p.both("POST", "/v1/service", decisionBody, func(int) []string { return bearer(unknown) }), true, decisionHeaders...)

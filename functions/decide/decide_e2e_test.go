@@ -111,8 +111,8 @@ func TestValidationFailuresCostNothingAndReachNoUpstream(t *testing.T) {
 		t.Errorf("text/plain: %d", resp.StatusCode)
 	}
 	big := `{"state":"` + strings.Repeat("x", 65536) + `","questions":{"a":{"type":"noul"}}}`
-	if r := g.post(key, big); r.Status != 413 || r.code() != "body_too_large" {
-		t.Errorf("oversize: %d %q", r.Status, r.code())
+	if r := g.post(key, big); r.Status != 413 || r.code() != "body_too_large" || r.Header.Get("X-Service-Credits") != "0" {
+		t.Errorf("oversize: %d %q, X-Service-Credits %q", r.Status, r.code(), r.Header.Get("X-Service-Credits"))
 	}
 	if n := len(g.vendor.Seen()); n != 0 {
 		t.Errorf("upstream called %d times", n)

@@ -198,7 +198,7 @@ func readBy(s contract.Setting) string {
 	return "host"
 }
 
-var routeRow = regexp.MustCompile("(?m)^\\| (GET|POST|DELETE|PUT|PATCH) \\| `([^`]+)` \\| `([a-z]+)` \\| ([a-z_]+) \\| ([0-9,]+|default) \\|")
+var routeRow = regexp.MustCompile("(?m)^\\| (GET|POST|DELETE|PUT|PATCH) \\| `([^`]+)` \\| `([a-z]+)` \\| ([a-z_]+) \\| ([0-9,]+|default) \\| (yes|) \\|")
 
 // schema/routes.md lists every route as the table holds it.
 func TestRoutesDocumentMatchesTheTable(t *testing.T) {
@@ -213,7 +213,11 @@ func TestRoutesDocumentMatchesTheTable(t *testing.T) {
 		if r.MaxBody != 0 {
 			body = thousands(r.MaxBody)
 		}
-		want = append(want, strings.Join([]string{r.Method, r.Pattern, r.Function, string(r.Auth), body}, " "))
+		charges := ""
+		if r.Charges {
+			charges = "yes"
+		}
+		want = append(want, strings.Join([]string{r.Method, r.Pattern, r.Function, string(r.Auth), body, charges}, " "))
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("schema/routes.md lists\n%s\nthe table holds\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

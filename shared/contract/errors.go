@@ -141,7 +141,7 @@ var Errors = []ErrorCode{
 	{RequestReconciliationPending, 503, false, "an attempt's outcome is being reconciled"},
 	{LedgerUnavailable, 503, false, "the ledger failed; nothing was charged or changed"},
 	{UpstreamNotConfigured, 503, false, "no upstream is configured"},
-	{UpstreamTimeout, 504, true, "no upstream answer in time; refunded"},
+	{UpstreamTimeout, 504, true, "no upstream answer in time, or the upstream's own 408/504; refunded"},
 	{UpstreamUnavailable, 502, false, "the upstream could not be reached; refunded"},
 	{UpstreamResponseTooLarge, 502, false, "the upstream's body is over 4 MiB; refunded"},
 	{UpstreamResponseUnsafe, 502, false, "the upstream's answer contained the operator's credential; refunded"},

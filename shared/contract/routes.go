@@ -25,6 +25,11 @@ type Route struct {
 	// DefaultMaxBody); a larger one is refused with 413 body_too_large
 	// before any function runs, so it costs nothing.
 	MaxBody int64 `json:"maxBody"`
+	// Charges marks the routes that spend credits (the decision and the
+	// playground). Their answers say what they charged (X-Service-Credits,
+	// spec §4.8), so the host's own refusals, before any function runs
+	// (413 body_too_large, 503 overloaded, …), say 0.
+	Charges bool `json:"charges,omitempty"`
 }
 
 // DecisionBodyLimit is the raw body limit of decision requests (spec §8).
@@ -36,16 +41,16 @@ const DefaultMaxBody = 1 << 20
 // Routes is every route the gateway serves. A route whose module is not
 // built answers 503 function_unavailable.
 var Routes = []Route{
-	{"POST", "/v1/service", "decide", APIKey, DecisionBodyLimit},
-	{"GET", "/v1/models", "models", APIKey, 0},
-	{"GET", "/api/service/config", "config", Public, 0},
-	{"GET", "/api/service/keys", "keys", Session, 0},
-	{"POST", "/api/service/keys", "keys", Session, 4096},
-	{"DELETE", "/api/service/keys/:id", "keys", Session, 0},
-	{"GET", "/api/service/usage", "usage", Session, 0},
-	{"POST", "/api/service/playground", "playground", Session, DecisionBodyLimit},
-	{"POST", "/api/service/auth/signin", "auth", Public, 4096},
-	{"GET", "/api/service/auth/verify", "auth", Public, 0},
-	{"POST", "/api/service/auth/signout", "auth", Session, 0},
-	{"GET", "/api/service/auth/session", "auth", Session, 0},
+	{"POST", "/v1/service", "decide", APIKey, DecisionBodyLimit, true},
+	{"GET", "/v1/models", "models", APIKey, 0, false},
+	{"GET", "/api/service/config", "config", Public, 0, false},
+	{"GET", "/api/service/keys", "keys", Session, 0, false},
+	{"POST", "/api/service/keys", "keys", Session, 4096, false},
+	{"DELETE", "/api/service/keys/:id", "keys", Session, 0, false},
+	{"GET", "/api/service/usage", "usage", Session, 0, false},
+	{"POST", "/api/service/playground", "playground", Session, DecisionBodyLimit, true},
+	{"POST", "/api/service/auth/signin", "auth", Public, 4096, false},
+	{"GET", "/api/service/auth/verify", "auth", Public, 0, false},
+	{"POST", "/api/service/auth/signout", "auth", Session, 0, false},
+	{"GET", "/api/service/auth/session", "auth", Session, 0, false},
 }

@@ -187,12 +187,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string) (abi.
 	}
 	fn, ok := s.Functions[route.Function]
 	if !ok {
-		return policy.Error(contract.FunctionUnavailable, "the "+route.Function+" function is not deployed on this host"), route, "not deployed"
+		return refused(route, policy.Error(contract.FunctionUnavailable, "the "+route.Function+" function is not deployed on this host")), route, "not deployed"
 	}
 	if s.MaxRequests > 0 {
 		if s.inFlight.Add(1) > int64(s.MaxRequests) {
 			s.inFlight.Add(-1)
-			return overloaded("this host is serving as many requests as it may; retry shortly"), route, "GATEWAY_MAX_REQUESTS requests in flight"
+			return refused(route, overloaded("this host is serving as many requests as it may; retry shortly")), route, "GATEWAY_MAX_REQUESTS requests in flight"
 		}
 		defer s.inFlight.Add(-1)
 	}
@@ -202,16 +202,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string) (abi.
 	}
 	body, err := s.readBody(w, r, maxBody)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		resp := policy.Error(contract.BodyTimeout, "the request body did not arrive in time")
+		resp := refused(route, policy.Error(contract.BodyTimeout, "the request body did not arrive in time"))
 		resp.Headers.Set("connection", "close")
 		return resp, route, ""
 	}
 	if err != nil {
-		return policy.Error(contract.InvalidBody, "the request body could not be read"), route, ""
+		return refused(route, policy.Error(contract.InvalidBody, "the request body could not be read")), route, ""
 	}
 	if int64(len(body)) > maxBody {
 		// Refused before any function runs: it costs nothing.
-		return policy.Error(contract.BodyTooLarge, "the request body exceeds "+strconv.FormatInt(maxBody, 10)+" bytes"), route, ""
+		return refused(route, policy.Error(contract.BodyTooLarge, "the request body exceeds "+strconv.FormatInt(maxBody, 10)+" bytes")), route, ""
 	}
 	req := abi.Request{
 		Method:     r.Method,
@@ -239,28 +239,41 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string) (abi.
 	note := &causeNote{Context: ctx}
 	resp, err := fn.Handle(note, &req)
 	if err != nil {
-		return s.failure(ctx, rid, route.Function, err), route, err.Error()
+		return s.failure(ctx, rid, route, err), route, err.Error()
 	}
 	return resp, route, note.String()
 }
 
 // failure turns a function failure into a platform error. The instance that
 // failed has already been discarded by the pool.
-func (s *Server) failure(ctx context.Context, rid, fn string, err error) abi.Response {
+func (s *Server) failure(ctx context.Context, rid string, route *routes.Route, err error) abi.Response {
 	if errors.Is(err, runtime.ErrOverloaded) {
 		// Nothing ran, and the request's own line (a warning) names the
 		// cause: under overload a second line per refused request would
 		// only add to the load.
-		return overloaded("every instance of this function is busy; retry shortly")
+		return refused(route, overloaded("every instance of this function is busy; retry shortly"))
 	}
+	fn := route.Function
 	s.Log.Error("function failed", "request_id", rid, "function", fn, "error", err.Error())
 	switch {
 	case errors.Is(err, runtime.ErrUnavailable):
-		return policy.Error(contract.FunctionUnavailable, "the "+fn+" function is not deployed on this host")
+		return refused(route, policy.Error(contract.FunctionUnavailable, "the "+fn+" function is not deployed on this host"))
 	case errors.Is(err, context.DeadlineExceeded):
 		return policy.Error(contract.FunctionTimeout, "the function did not finish before its deadline")
 	}
 	return policy.Error(contract.InternalError, "the function failed; the request id identifies it in the logs")
+}
+
+// refused is the host's answer resp to a request none of whose function
+// ran: on a route that charges, it says that nothing was (X-Service-Credits:
+// 0, spec §4.8), since a missing header means "unknown". A function that
+// failed after it started (a timeout, a crash) may have reserved: its answer
+// leaves the header out.
+func refused(route *routes.Route, resp abi.Response) abi.Response {
+	if route.Charges {
+		resp.Headers.Set(policy.HServiceCredits, "0")
+	}
+	return resp
 }
 
 // overloaded is the answer to a request refused before anything of it ran.

@@ -21,6 +21,7 @@ import {
   log,
   newRequestId,
   platformError,
+  refused,
   respond,
 } from "./respond.js";
 
@@ -79,7 +80,7 @@ export function frontWorker({ table, functions, migrations = [], openapi = null 
       const fn = functions[route.function];
       const service = fn && env[fn.binding];
       if (!service) {
-        return respond(request, requestId, platformError("function_unavailable", `the ${route.function} function is not deployed on this host`));
+        return respond(request, requestId, refused(route, platformError("function_unavailable", `the ${route.function} function is not deployed on this host`)));
       }
       try {
         return await service.fetch(forwarded(request, requestId, fn.worker));

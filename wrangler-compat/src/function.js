@@ -19,7 +19,7 @@ import { parseDuration } from "./duration.js";
 import { DEFAULT_MAX_BODY, SETTINGS } from "./contract.gen.js";
 import { SettingError, checkSettings } from "./settings.js";
 import { readStream, TooLarge } from "./fetch.js";
-import { INTERNAL_HEADERS, log, platformError, requestIdOf, respond } from "./respond.js";
+import { INTERNAL_HEADERS, log, platformError, refused, requestIdOf, respond } from "./respond.js";
 
 /** The request deadline: GATEWAY_REQUEST_TIMEOUT, checked, or its default. */
 const DEFAULT_TIMEOUT = SETTINGS.find((s) => s.name === "GATEWAY_REQUEST_TIMEOUT").default;
@@ -86,9 +86,9 @@ export function functionWorker({ name, module, version, sha256, routes }) {
     } catch (e) {
       if (e instanceof TooLarge) {
         // Refused before any function runs: it costs nothing.
-        return platformError("body_too_large", `the request body exceeds ${maxBody} bytes`);
+        return refused(route, platformError("body_too_large", `the request body exceeds ${maxBody} bytes`));
       }
-      return platformError("invalid_body", "the request body could not be read");
+      return refused(route, platformError("invalid_body", "the request body could not be read"));
     }
     const headers = [];
     for (const [h, value] of request.headers) {
@@ -134,7 +134,7 @@ export function functionWorker({ name, module, version, sha256, routes }) {
       }
     } catch (e) {
       log("error", "function failed", { request_id: requestId, function: name, version, error: String(e?.stack ?? e) });
-      const failed = failure(e, name);
+      const failed = failure(e, name, route);
       failed.headers.push(["x-function-version", version]);
       return failed;
     }
@@ -193,15 +193,15 @@ async function beforeDeadline(p, deadline, name, timeoutMs) {
 }
 
 /** failure maps a failed call to the wazero host's platform error. */
-function failure(e, name) {
+function failure(e, name, route) {
   if (e instanceof Overloaded) {
-    return platformError("overloaded", "every instance of this function is busy; retry shortly", [["retry-after", "1"]]);
+    return refused(route, platformError("overloaded", "every instance of this function is busy; retry shortly", [["retry-after", "1"]]));
   }
   if (e instanceof DeadlineExceeded) {
     return platformError("function_timeout", "the function did not finish before its deadline");
   }
   if (e instanceof VersionError) {
-    return platformError("function_unavailable", `the ${name} function is not deployed on this host`);
+    return refused(route, platformError("function_unavailable", `the ${name} function is not deployed on this host`));
   }
   return platformError("internal_error", "the function failed; the request id identifies it in the logs");
 }

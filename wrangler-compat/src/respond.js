@@ -61,6 +61,17 @@ export function platformError(code, message, extra = []) {
   };
 }
 
+/**
+ * refused marks the host's answer to a request none of whose function ran:
+ * on a route that charges (route.charges, shared/contract) it says that
+ * nothing was, x-service-credits: 0, since a missing header means unknown
+ * (spec §4.8), as the wazero host's refusals do (wasm-host/server).
+ */
+export function refused(route, answer) {
+  if (route?.charges) answer.headers.push(["x-service-credits", "0"]);
+  return answer;
+}
+
 export function log(level, msg, fields) {
   const line = JSON.stringify({ level, msg, ...fields });
   if (level === "error") console.error(line);
