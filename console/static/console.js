@@ -59,6 +59,7 @@ const HUMAN = {
   key_not_found: 'That key no longer exists; the list is refreshed.',
   ledger_unavailable: 'The server cannot reach its ledger just now. Try again in a moment.',
   origin_not_allowed: 'The server refused a request from this address. Open the console at its configured address.',
+  signin_link_invalid: 'That sign-in link is invalid, already used or expired. Ask for a new one.',
 };
 
 function errorText(r) {
@@ -82,29 +83,84 @@ function cell(row, text, cls) {
 
 // ---- sign-in ----------------------------------------------------------
 
+// A sign-in mail links to /#signin=<token>. Opening it spends nothing (a
+// mail scanner that fetches or renders the link cannot use it up); this
+// page spends it with POST /auth/verify under its own Origin. At once when
+// this browser asked for a link in the link's lifetime (ASKED, set below),
+// else only after the person confirms: a page elsewhere that sends a
+// browser to someone else's link cannot sign it in unnoticed.
+const ASKED = 'dg-signin-asked';
+const LINK_LIFE_MS = 15 * 60 * 1000;
+
+function askedHere() {
+  try {
+    return Date.now() - Number(localStorage.getItem(ASKED) || 0) < LINK_LIFE_MS;
+  } catch { return false; } // storage refused: ask instead
+}
+
 async function boot() {
-  const params = new URLSearchParams(location.search);
-  const signin = params.get('signin');
-  // ?welcome=N: the link just opened was this account's first sign-in,
-  // which granted N credits (functions/auth).
-  const welcome = params.get('welcome');
-  if (signin || welcome) history.replaceState(null, '', location.pathname);
-  if (/^[1-9][0-9]{0,15}$/.test(welcome || '')) {
-    $('welcome-credits').textContent = welcome;
-    $('welcome').hidden = false;
-  }
-  if (signin) {
-    status(signin === 'invalid' ? 'That sign-in link is invalid, already used or expired. Ask for a new one.' :
-      'Sign-in failed because the server could not reach its ledger. Try again.', true);
-  }
+  const signin = new URLSearchParams(location.search).get('signin');
+  if (signin) history.replaceState(null, '', location.pathname);
+  if (signin) status(HUMAN.signin_link_invalid, true);
   const [cfg, sess] = await Promise.all([call('GET', '/config'), call('GET', '/auth/session')]);
   config = cfg.data || {};
+  if (takeLink()) return;
   if (sess.data && sess.data.signedIn) {
     showConsole(sess.data.account);
   } else {
-    $('signin').hidden = false;
-    $('signin-email').focus();
+    showSignIn();
   }
+}
+
+// takeLink acts on a sign-in link in the address (/#signin=<token>), on
+// load or when the link is opened in this tab later (only the fragment
+// changes, so the page is not loaded again). The token leaves the address
+// bar and the history at once.
+function takeLink() {
+  const token = (/^#signin=([a-z0-9_]{1,200})$/.exec(location.hash) || [])[1];
+  if (location.hash) history.replaceState(null, '', location.pathname);
+  if (!token) return false;
+  if (askedHere()) {
+    spendLink(token);
+    return true;
+  }
+  $('signin').hidden = true;
+  $('console').hidden = true;
+  $('who').hidden = true;
+  $('signin-confirm').hidden = false;
+  $('signin-confirm-go').onclick = () => { $('signin-confirm').hidden = true; spendLink(token); };
+  $('signin-confirm-go').focus();
+  return true;
+}
+
+window.addEventListener('hashchange', takeLink);
+
+function showSignIn() {
+  $('signin-confirm').hidden = true;
+  $('signin').hidden = false;
+  $('signin-email').focus();
+}
+
+// Cancel starts the page over: signed in or not, as before the link.
+$('signin-confirm-cancel').addEventListener('click', () => location.assign('/'));
+
+async function spendLink(token) {
+  status('Signing in…');
+  const r = await call('POST', '/auth/verify', JSON.stringify({ token }));
+  if (!r.resp.ok) {
+    status(errorText(r), true);
+    showSignIn();
+    return;
+  }
+  try { localStorage.removeItem(ASKED); } catch { /* nothing kept */ }
+  status('');
+  // welcome: this was the account's first sign-in, which granted that many
+  // credits (functions/auth).
+  if (r.data.welcome > 0) {
+    $('welcome-credits').textContent = String(r.data.welcome);
+    $('welcome').hidden = false;
+  }
+  showConsole(r.data.account);
 }
 
 // signinError shows why the address was refused beside its field.
@@ -126,6 +182,7 @@ $('signin-form').addEventListener('submit', async (ev) => {
   try {
     const r = await call('POST', '/auth/signin', JSON.stringify({ email }));
     if (r.resp.status === 202) {
+      try { localStorage.setItem(ASKED, String(Date.now())); } catch { /* the link will ask to confirm */ }
       signinError('');
       $('signin-sent').hidden = false;
       $('signin-dev').hidden = !(r.data && r.data.devOutbox);

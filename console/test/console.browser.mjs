@@ -332,6 +332,33 @@ async function main() {
   assert.equal((await after.json()).signedIn, false, 'the old cookie is dead server-side');
   await check('11-signed-out');
 
+  step('a link this browser did not ask for asks first; fetching a link spends nothing');
+  // Asked for from elsewhere (not this browser), as an attacker would ask
+  // for their own link to send someone to.
+  const asked = await fetch(gw.origin + '/api/service/auth/signin', {
+    method: 'POST', headers: { Origin: gw.origin, 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'elsewhere@example.com' }),
+  });
+  assert.equal(asked.status, 202);
+  const other = outboxLink(gw.outbox);
+  const token = other.slice(other.indexOf('#signin=') + 8);
+  // A mail scanner fetches the link (and a link of the earlier form): nothing is spent.
+  for (const method of ['HEAD', 'GET']) {
+    assert.equal((await fetch(other, { method })).status, 200, `${method} of the link`);
+    const old = await fetch(`${gw.origin}/api/service/auth/verify?token=${token}`, { method, redirect: 'manual' });
+    assert.equal(old.status, 303);
+    assert.equal(old.headers.get('location'), other, 'the earlier form leads to the console with the token in the fragment');
+    assert.equal(old.headers.get('set-cookie'), null, `${method} of the earlier form opens no session`);
+  }
+  await page.goto(other);
+  await page.locator('#signin-confirm').getByText('Finish signing in?').waitFor();
+  assert.equal(page.url(), gw.origin + '/', 'the token leaves the address bar');
+  assert.equal(await page.locator('#signin').isVisible(), false);
+  assert.equal((await context.cookies()).filter((c) => c.name === 'dg_session').length, 0, 'nothing spent before the person agrees');
+  await check('12-signin-confirm');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.locator('#who-email').getByText('elsewhere@example.com').waitFor();
+  await page.locator('#welcome').getByText('Your account starts with 100 free credits').waitFor();
+
   // Chromium reports the refused address's 400, the cut connection and the
   // upstream's 401 as console errors: the three expected lines.
   const refused = /^Failed to load resource: (the server responded with a status of 40[01]|net::ERR_CONNECTION_RESET)/;

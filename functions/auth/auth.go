@@ -2,7 +2,8 @@
 // 8; schema/console.md describes it): e-mail sign-in links.
 //
 //	POST /api/service/auth/signin   {"email":…} → a single-use link by mail
-//	GET  /api/service/auth/verify   ?token=… → session cookie, back to the console
+//	POST /api/service/auth/verify   {"token":…} → spends the link: session cookie
+//	GET  /api/service/auth/verify   ?token=… → the console, the token in its fragment
 //	POST /api/service/auth/signout  ends the session server-side
 //	GET  /api/service/auth/session  who is signed in
 //
@@ -20,6 +21,7 @@ import (
 	"decisiongateway/shared/accounts"
 	"decisiongateway/shared/contract"
 	"decisiongateway/shared/jsonw"
+	"decisiongateway/shared/keys"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
@@ -31,7 +33,10 @@ func Handle(env *platform.Env, req *abi.Request) abi.Response {
 	case "/api/service/auth/signin":
 		return signIn(env, req)
 	case "/api/service/auth/verify":
-		return verify(env, req)
+		if req.Method == "POST" {
+			return verify(env, req)
+		}
+		return openLink(env, req)
 	case "/api/service/auth/signout":
 		return signOut(env, req)
 	}
@@ -57,7 +62,7 @@ func signIn(env *platform.Env, req *abi.Request) abi.Response {
 		return gate.Failure(err)
 	}
 	to, _ := accounts.NormalizeEmail(email)
-	link := strings.TrimSuffix(s.Origin, "/") + "/api/service/auth/verify?token=" + token
+	link := consoleLink(&s, token)
 	if err := sendLink(env, mailURL, to, link); err != "" {
 		env.Warn("sign-in mail not sent", "reason", err)
 		return policy.Error(contract.MailFailed, "the sign-in mail could not be sent; try again later")
@@ -74,30 +79,73 @@ func signIn(env *platform.Env, req *abi.Request) abi.Response {
 	return policy.JSON(202, w.B)
 }
 
-// verify spends the link's token, signs the address in and sends the
-// browser to the console. Every outcome is a redirect, because the caller
-// is a person who clicked a link in a mail; the console reads the signin
-// query parameter to explain a failure, and ?welcome=N to greet an account
-// whose first verification this was with the N credits it was granted.
+// A link is spent only by a POST from the console, never by opening it.
+//
+// The mail's link is the console with the token in its fragment
+// (consoleLink), which no server, proxy log or Referer header sees. The
+// console, opened on it, spends the token with POST /api/service/auth/verify
+// under the exact Origin: at once when this browser asked for the link,
+// after the person confirms otherwise. So a mail scanner that fetches
+// (GET or HEAD) or even renders the link cannot use it up, and a page
+// elsewhere cannot sign its visitor in to the attacker's account (login
+// CSRF) without that person agreeing to sign in. Links of the earlier form
+// (GET /api/service/auth/verify?token=…) still work: openLink sends them to
+// the console the same way, spending nothing.
+
+// consoleLink is the link a sign-in mail carries.
+func consoleLink(s *settings.Settings, token string) string {
+	return strings.TrimSuffix(s.Origin, "/") + "/#signin=" + token
+}
+
+// openLink answers GET (and HEAD) of a link of the earlier form: a redirect
+// to the console with the token in the fragment, nothing spent.
+func openLink(env *platform.Env, req *abi.Request) abi.Response {
+	s := settings.Read(env.Config)
+	token := queryValue(req.Query, "token")
+	if _, ok := keys.Parse(keys.SignIn, token); !ok {
+		return redirect(strings.TrimSuffix(s.Origin, "/") + "/?signin=invalid")
+	}
+	return redirect(consoleLink(&s, token))
+}
+
+// verify spends the link's token (one UPDATE … RETURNING: a link works
+// once), signs the address in and sets the session cookie. welcome is the
+// credits this first verification of the account granted, for the console
+// to announce.
 func verify(env *platform.Env, req *abi.Request) abi.Response {
 	s := settings.Read(env.Config)
-	home := strings.TrimSuffix(s.Origin, "/") + "/"
+	if r, ok := gate.CheckOrigin(&s, req); !ok {
+		return r
+	}
+	token, ok := gate.StringField(req.Body, "token")
+	if !ok {
+		return policy.Error(contract.InvalidRequest, `send a JSON object {"token": <the link's token>}`)
+	}
 	store := accounts.New(env.Ledger)
-	email, ok, err := store.ConsumeSignIn(queryValue(req.Query, "token"))
+	email, ok, err := store.ConsumeSignIn(token)
 	switch {
 	case err != nil:
-		return redirect(home+"?signin=error", "")
+		return gate.Failure(err)
 	case !ok:
-		return redirect(home+"?signin=invalid", "")
+		return policy.Error(contract.SigninLinkInvalid, "this sign-in link is unknown, already used or expired; ask for a new one")
 	}
 	v, secret, err := store.SignIn(email, int64(s.WelcomeCredits))
 	if err != nil {
-		return redirect(home+"?signin=error", "")
+		return gate.Failure(err)
 	}
-	if v.Granted > 0 {
-		home += "?welcome=" + strconv.FormatInt(v.Granted, 10)
-	}
-	return redirect(home, gate.SessionSetCookie(&s, secret))
+	var w jsonw.Writer
+	w.Open('{')
+	w.FieldBool("signedIn", true)
+	w.Key("account")
+	w.Open('{')
+	w.FieldString("id", v.ID)
+	w.FieldString("email", email)
+	w.Close('}')
+	w.FieldInt("welcome", v.Granted)
+	w.Close('}')
+	resp := policy.JSON(200, w.B)
+	resp.Headers.Add("set-cookie", gate.SessionSetCookie(&s, secret))
+	return resp
 }
 
 func signOut(env *platform.Env, req *abi.Request) abi.Response {
@@ -144,16 +192,13 @@ func session(env *platform.Env, req *abi.Request) abi.Response {
 	return policy.JSON(200, w.B)
 }
 
-func redirect(location, setCookie string) abi.Response {
-	r := abi.Response{Status: 303, Headers: abi.Headers{
+func redirect(location string) abi.Response {
+	return abi.Response{Status: 303, Headers: abi.Headers{
 		{Name: "location", Value: location},
-		// The link's token is in this URL: keep it out of Referer headers.
+		// The link's token is in the URL that led here: keep it out of
+		// Referer headers.
 		{Name: "referrer-policy", Value: "no-referrer"},
 	}}
-	if setCookie != "" {
-		r.Headers.Add("set-cookie", setCookie)
-	}
-	return r
 }
 
 // queryValue returns the first value of name in a raw query. Tokens are

@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -26,15 +27,16 @@ func TestSignInLinkVerifiesOnceGrantsWelcomeOnceAndSetsSecureCookie(t *testing.T
 	}
 	mails := h.Mails()
 	if len(mails) != 1 || mails[0].To != "ada@example.com" || mails[0].Authorization != "Bearer "+consoletest.MailKey ||
-		mails[0].Subject == "" || mails[0].From == "" || !strings.Contains(mails[0].HTML, "/api/service/auth/verify?token=dgl_") {
+		mails[0].Subject == "" || mails[0].From == "" || !strings.Contains(mails[0].HTML, origin+"/#signin=dgl_") {
 		t.Fatalf("mail %+v", mails)
 	}
 	link := h.LastLink("ada@example.com")
-	if !strings.HasPrefix(link, origin+"/api/service/auth/verify?token=") {
+	// The token is in the fragment: no server or proxy log sees it.
+	if !strings.HasPrefix(link, origin+"/#signin=") {
 		t.Fatalf("link %q", link)
 	}
 	// Only the hash of the token is stored.
-	token := link[strings.Index(link, "token=")+6:]
+	token := link[strings.Index(link, "#signin=")+8:]
 	if n := h.Rows("SELECT COUNT(*) FROM signin_tokens WHERE token_hash = ?", abi.String(keys.Hash(token)))[0][0].AsInt(); n != 1 {
 		t.Fatal("token hash not stored")
 	}
@@ -43,8 +45,8 @@ func TestSignInLinkVerifiesOnceGrantsWelcomeOnceAndSetsSecureCookie(t *testing.T
 	}
 
 	r = h.Link(link)
-	// The first verification lands on the console with the grant to announce.
-	if r.Status != 303 || r.Header.Get("Location") != origin+"/?welcome=100" || r.Header.Get("Referrer-Policy") != "no-referrer" {
+	// The first verification tells the console the grant to announce.
+	if r.Status != 200 || fmt.Sprint(r.JSON()["welcome"]) != "100" || r.JSON()["signedIn"] != true {
 		t.Fatalf("verify: %s %v", r, r.Header)
 	}
 	set := r.Header.Get("Set-Cookie")
@@ -69,14 +71,14 @@ func TestSignInLinkVerifiesOnceGrantsWelcomeOnceAndSetsSecureCookie(t *testing.T
 	}
 
 	// Single use.
-	if r := h.Link(link); r.Status != 303 || r.Header.Get("Location") != origin+"/?signin=invalid" || r.Header.Get("Set-Cookie") != "" {
+	if r := h.Link(link); r.Status != 400 || r.Code() != "signin_link_invalid" || r.Header.Get("Set-Cookie") != "" {
 		t.Fatalf("second opening: %s %v", r, r.Header)
 	}
 	// A later sign-in grants nothing more, and says so by saying nothing.
 	if r := signinRequest(h, "ada@example.com"); r.Status != 202 {
 		t.Fatalf("second sign-in request: %s", r)
 	}
-	if r := h.Link(h.LastLink("ada@example.com")); r.Status != 303 || r.Header.Get("Location") != origin+"/" {
+	if r := h.Link(h.LastLink("ada@example.com")); r.Status != 200 || fmt.Sprint(r.JSON()["welcome"]) != "0" {
 		t.Fatalf("second sign-in: %s %v", r, r.Header)
 	}
 	again := h.SignIn("ada@example.com")
@@ -89,6 +91,51 @@ func TestSignInLinkVerifiesOnceGrantsWelcomeOnceAndSetsSecureCookie(t *testing.T
 	h.CheckInvariant()
 }
 
+// Opening a link spends nothing: a mail scanner's GET or HEAD, or any page
+// that sends a browser there, leaves it to the console's POST, which needs
+// the exact Origin. A link of the earlier form (GET …/verify?token=) is
+// sent on to the console with the token in the fragment.
+func TestOpeningALinkSpendsNothing(t *testing.T) {
+	h := consoletest.Start(t, "", nil)
+	if r := signinRequest(h, "scanned@example.com"); r.Status != 202 {
+		t.Fatal(r)
+	}
+	link := h.LastLink("scanned@example.com")
+	token := link[strings.Index(link, "#signin=")+8:]
+	for _, method := range []string{"GET", "HEAD"} {
+		r := h.Do(method, "/api/service/auth/verify?token="+token, "")
+		if r.Status != 303 || r.Header.Get("Location") != link || r.Header.Get("Set-Cookie") != "" || r.Header.Get("Referrer-Policy") != "no-referrer" {
+			t.Fatalf("%s of a link of the earlier form: %s %v", method, r, r.Header)
+		}
+	}
+	if r := h.Do("GET", "/api/service/auth/verify?token=dgl_nonsense", ""); r.Status != 303 || r.Header.Get("Location") != origin+"/?signin=invalid" {
+		t.Fatalf("a malformed link: %s %v", r, r.Header)
+	}
+	// The POST needs the console's exact Origin.
+	for _, o := range []string{"", "https://evil.example", "null"} {
+		var extra []string
+		if o != "" {
+			extra = []string{"Origin", o}
+		}
+		r := h.Do("POST", "/api/service/auth/verify", `{"token":"`+token+`"}`, append(extra, "Content-Type", "application/json")...)
+		if r.Status != 403 || r.Code() != "origin_not_allowed" || r.Header.Get("Set-Cookie") != "" {
+			t.Errorf("verify with Origin %q: %s", o, r)
+		}
+	}
+	for _, body := range []string{`{}`, `{"token":3}`, `not json`} {
+		if r := h.Do("POST", "/api/service/auth/verify", body, "Origin", origin); r.Status != 400 || r.Code() != "invalid_request" {
+			t.Errorf("verify %s: %s", body, r)
+		}
+	}
+	if n := h.Rows("SELECT COUNT(*) FROM accounts")[0][0].AsInt(); n != 0 {
+		t.Fatalf("%d accounts created before the console spent the link", n)
+	}
+	// The link still works, once.
+	if r := h.Link(link); r.Status != 200 || r.Header.Get("Set-Cookie") == "" {
+		t.Fatalf("the console's POST after all that: %s", r)
+	}
+}
+
 func TestExpiredOrForgedLinkSignsNobodyIn(t *testing.T) {
 	h := consoletest.Start(t, "", nil)
 	expired := keys.New(keys.SignIn, keys.NewAccountID())
@@ -96,8 +143,8 @@ func TestExpiredOrForgedLinkSignsNobodyIn(t *testing.T) {
 	h.Rows("INSERT INTO signin_tokens (token_hash, email, created_at, expires_at) VALUES (?, 'late@example.com', ?, ?)",
 		abi.String(keys.Hash(expired)), abi.Int64(past), abi.Int64(past+900))
 	for _, token := range []string{expired, keys.New(keys.SignIn, keys.NewAccountID()), "dgl_nonsense", "", keys.New(keys.Session, keys.NewAccountID())} {
-		r := h.Do("GET", "/api/service/auth/verify?token="+token, "")
-		if r.Status != 303 || r.Header.Get("Location") != origin+"/?signin=invalid" || r.Header.Get("Set-Cookie") != "" {
+		r := h.Link(origin + "/#signin=" + token)
+		if r.Status != 400 || r.Code() != "signin_link_invalid" || r.Header.Get("Set-Cookie") != "" {
 			t.Errorf("token %q: %s %v", token, r, r.Header)
 		}
 	}

@@ -77,6 +77,7 @@ const (
 	SigninRateLimited      Code = "signin_rate_limited"
 	MailNotConfigured      Code = "mail_not_configured"
 	MailFailed             Code = "mail_failed"
+	SigninLinkInvalid      Code = "signin_link_invalid"
 	// Edge and router upstreams; model listing.
 	UnsupportedExtensionField Code = "unsupported_extension_field"
 	UnsupportedModel          Code = "unsupported_model"
@@ -163,6 +164,7 @@ var Errors = []ErrorCode{
 	{SigninRateLimited, 429, false, "too many sign-in requests for the address or from the client"},
 	{MailNotConfigured, 503, false, "no mail endpoint is configured"},
 	{MailFailed, 502, false, "the mail endpoint failed"},
+	{SigninLinkInvalid, 400, false, "the sign-in link is unknown, used, expired or malformed"},
 	{UnsupportedExtensionField, 400, false, "the edge and router upstreams take no top-level extension member"},
 	{UnsupportedModel, 400, false, "the edge upstream cannot address this model name"},
 	{ModelListingNotSupported, 501, false, "the router upstream offers no model list"},

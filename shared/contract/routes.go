@@ -51,6 +51,7 @@ var Routes = []Route{
 	{"POST", "/api/service/playground", "playground", Session, DecisionBodyLimit, true},
 	{"POST", "/api/service/auth/signin", "auth", Public, 4096, false},
 	{"GET", "/api/service/auth/verify", "auth", Public, 0, false},
+	{"POST", "/api/service/auth/verify", "auth", Public, 4096, false},
 	{"POST", "/api/service/auth/signout", "auth", Session, 0, false},
 	{"GET", "/api/service/auth/session", "auth", Session, 0, false},
 }

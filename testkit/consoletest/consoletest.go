@@ -117,7 +117,7 @@ func (h *Host) Mails() []Mail {
 	return append([]Mail(nil), h.mails...)
 }
 
-var linkPattern = regexp.MustCompile(`https?://\S+/api/service/auth/verify\?token=[a-z0-9_]+`)
+var linkPattern = regexp.MustCompile(`https?://\S+/#signin=[a-z0-9_]+`)
 
 // LastLink returns the sign-in link of the newest mail to address.
 func (h *Host) LastLink(address string) string {
@@ -176,11 +176,14 @@ func (h *Host) Do(method, path, body string, headers ...string) Reply {
 	return Reply{resp.StatusCode, resp.Header, data}
 }
 
-// Link opens a sign-in link (its path and query on this host).
+// Link does what the console does with a sign-in link (the console with
+// the token in its fragment): spends the token with POST
+// /api/service/auth/verify under the exact Origin.
 func (h *Host) Link(link string) Reply {
 	h.t.Helper()
-	i := strings.Index(link, "/api/service/auth/verify")
-	return h.Do("GET", link[i:], "")
+	page, token, _ := strings.Cut(link, "#signin=")
+	// The console's page is the link's origin and "/": its Origin header.
+	return h.Do("POST", "/api/service/auth/verify", `{"token":"`+token+`"}`, "Origin", strings.TrimSuffix(page, "/"), "Content-Type", "application/json")
 }
 
 // SignIn signs address in through the real flow (POST, mail, link) and

@@ -19,7 +19,7 @@ func TestOutboxStoresMailAndLogsTheLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	link := "http://127.0.0.1:8787/api/service/auth/verify?token=dgl_abc_def"
+	link := "http://127.0.0.1:8787/#signin=dgl_abc_def"
 	body, _ := json.Marshal(Mail{From: "gw <no-reply@localhost>", To: "ada@example.com", Subject: "Sign in", Text: "Open " + link + "\n", HTML: "<a href=x>x</a>"})
 	resp, err := http.Post(o.URL, "application/json", bytes.NewReader(body))
 	if err != nil {

@@ -119,9 +119,15 @@ var ops = map[string]op{
 		codes:       [][]string{originCodes, {"body_too_large", "invalid_request", "invalid_email", "signin_rate_limited", "mail_not_configured", "mail_failed", "ledger_unavailable"}},
 	},
 	"GET /api/service/auth/verify": {
-		summary: "Open a sign-in link", params: []string{"SignInToken", "GatewayVersion"},
-		description: "Every outcome is a redirect to the console: with the session cookie on success, to /?signin=invalid or /?signin=error otherwise.",
-		success:     map[int]answer{303: {"To the console.", "", []string{"Location", "SetCookie"}}},
+		summary: "Open a sign-in link of the earlier form", params: []string{"SignInToken", "GatewayVersion"},
+		description: "Spends nothing: a redirect to the console with the token in the fragment (/#signin=…, what mails carry now), or to /?signin=invalid for a malformed token. The console spends it with POST (schema/console.md).",
+		success:     map[int]answer{303: {"To the console.", "", []string{"Location"}}},
+	},
+	"POST /api/service/auth/verify": {
+		summary: "Spend a sign-in link", request: "SignInVerify", params: []string{"GatewayVersion"}, origin: true,
+		description: "What the console does with the token of the link it was opened on: signs the link's address in, once (schema/console.md).",
+		success:     map[int]answer{200: {"Signed in; welcome is the credits this first verification granted (0 after it).", "SignedIn", []string{"SetCookie"}}},
+		codes:       [][]string{originCodes, {"body_too_large", "invalid_request", "signin_link_invalid", "ledger_unavailable"}},
 	},
 	"POST /api/service/auth/signout": {
 		summary: "End the session", params: []string{"GatewayVersion"}, origin: true,

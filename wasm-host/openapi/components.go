@@ -12,7 +12,7 @@ var securitySchemes = map[string]any{
 	},
 	"session": map[string]any{
 		"type": "apiKey", "in": "cookie", "name": "dg_session",
-		"description": "The console's session cookie, set by GET /api/service/auth/verify (schema/console.md). A Bearer key never substitutes for it; POST and DELETE also need Origin equal to SERVICE_ORIGIN.",
+		"description": "The console's session cookie, set by POST /api/service/auth/verify (schema/console.md). A Bearer key never substitutes for it; POST and DELETE also need Origin equal to SERVICE_ORIGIN.",
 	},
 }
 
@@ -206,9 +206,12 @@ func (b builder) schemas(errs []ErrorCode) map[string]any {
 					"inputTokens": nullable("integer"), "outputTokens": nullable("integer"),
 				})},
 		}),
-		"SignIn":     obj([]string{"email"}, map[string]any{"email": map[string]any{"type": "string", "maxLength": 254}}),
-		"SignInSent": obj([]string{"sent", "expiresIn"}, map[string]any{"sent": map[string]any{"const": true}, "expiresIn": intg, "devOutbox": boolean}),
-		"SignedOut":  obj([]string{"signedOut"}, map[string]any{"signedOut": map[string]any{"const": true}}),
+		"SignIn":       obj([]string{"email"}, map[string]any{"email": map[string]any{"type": "string", "maxLength": 254}}),
+		"SignInSent":   obj([]string{"sent", "expiresIn"}, map[string]any{"sent": map[string]any{"const": true}, "expiresIn": intg, "devOutbox": boolean}),
+		"SignedOut":    obj([]string{"signedOut"}, map[string]any{"signedOut": map[string]any{"const": true}}),
+		"SignInVerify": obj([]string{"token"}, map[string]any{"token": str}),
+		"SignedIn": obj([]string{"signedIn", "account", "welcome"}, map[string]any{"signedIn": map[string]any{"const": true},
+			"account": obj([]string{"id", "email"}, map[string]any{"id": str, "email": str}), "welcome": intg}),
 		"SessionInfo": obj([]string{"signedIn"}, map[string]any{"signedIn": boolean,
 			"account":   obj([]string{"id", "email"}, map[string]any{"id": str, "email": str}),
 			"expiresAt": intg}),

@@ -68,6 +68,7 @@ export const ERRORS = Object.freeze({
   signin_rate_limited: 429,
   mail_not_configured: 503,
   mail_failed: 502,
+  signin_link_invalid: 400,
   unsupported_extension_field: 400,
   unsupported_model: 400,
   model_listing_not_supported: 501,
