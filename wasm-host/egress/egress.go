@@ -280,10 +280,11 @@ func tooLarge(maxBytes int) abi.FetchResponse {
 // echoes reports whether an answer contains secret: in its body or in any
 // header name or value, as sent or in the escaped forms an echo takes
 // (JSON's \/, percent-encoding), and in the body once its JSON escapes are
-// decoded (\u002d, up to three levels of a string inside a string), so an
-// upstream that reflects the request it received cannot hand the
-// operator's key to a guest, nor to a caller whose JSON parser would
-// decode it.
+// decoded (\u002d, up to three levels of a string inside a string); in any
+// letter case (an upstream that upper-cases the Authorization it quotes
+// still gives the key away). So an upstream that reflects the request it
+// received cannot hand the operator's key to a guest, nor to a caller
+// whose JSON parser would decode it.
 func echoes(secret string, body []byte, headers abi.Headers) bool {
 	forms := []string{secret}
 	for _, f := range []string{strings.ReplaceAll(secret, "/", `\/`), url.QueryEscape(secret), url.PathEscape(secret)} {
@@ -292,11 +293,11 @@ func echoes(secret string, body []byte, headers abi.Headers) bool {
 		}
 	}
 	for _, f := range forms {
-		if bytes.Contains(body, []byte(f)) {
+		if containsFold(body, f) {
 			return true
 		}
 		for _, h := range headers {
-			if strings.Contains(h.Name, f) || strings.Contains(h.Value, f) {
+			if containsFold([]byte(h.Name), f) || containsFold([]byte(h.Value), f) {
 				return true
 			}
 		}
@@ -307,7 +308,31 @@ func echoes(secret string, body []byte, headers abi.Headers) bool {
 			break
 		}
 		decoded = unescapeJSON(decoded)
-		if bytes.Contains(decoded, []byte(secret)) {
+		if containsFold(decoded, secret) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold reports whether text holds needle in any letter case
+// (bytes.EqualFold at each place whose byte is needle's first in either
+// case), without copying text.
+func containsFold(text []byte, needle string) bool {
+	n := len(needle)
+	if n == 0 {
+		return true
+	}
+	first := needle[0]
+	lo, up := first, first
+	if 'a' <= first && first <= 'z' {
+		up = first - 'a' + 'A'
+	} else if 'A' <= first && first <= 'Z' {
+		lo = first - 'A' + 'a'
+	}
+	want := []byte(needle)
+	for i := 0; i+n <= len(text); i++ {
+		if c := text[i]; (c == lo || c == up) && bytes.EqualFold(text[i:i+n], want) {
 			return true
 		}
 	}

@@ -6,19 +6,26 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
 	"decisiongateway/shared/abi"
 )
 
-// echoAuth answers with the Authorization header it received, in upper
-// case: an answer holding the credential itself would never reach the
-// guest (TestAnswersEchoingTheCredentialAreDropped).
+// echoAuth answers with the Authorization header it received, reversed:
+// an answer holding the credential itself, in any letter case, would never
+// reach the guest (TestAnswersEchoingTheCredentialAreDropped).
 func echoAuth() *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte(strings.ToUpper(r.Header.Get("Authorization"))))
+		w.Write([]byte(reversed(r.Header.Get("Authorization"))))
 	}))
+}
+
+func reversed(s string) string {
+	b := []byte(s)
+	slices.Reverse(b)
+	return string(b)
 }
 
 // Each credential reaches its own origin only: the upstream key never goes
@@ -36,8 +43,8 @@ func TestEachCredentialIsBoundToItsOrigin(t *testing.T) {
 	cases := []struct {
 		url, cred, want, errKind string
 	}{
-		{up.URL, "upstream", "BEARER SK-UP", ""},
-		{mail.URL, "mail", "BEARER MK-MAIL", ""},
+		{up.URL, "upstream", reversed("Bearer sk-up"), ""},
+		{mail.URL, "mail", reversed("Bearer mk-mail"), ""},
 		{mail.URL, "upstream", "", abi.FetchErrDenied},
 		{up.URL, "mail", "", abi.FetchErrDenied},
 		{up.URL, "nosuch", "", abi.FetchErrDenied},
@@ -99,6 +106,11 @@ func TestAnswersEchoingTheCredentialAreDropped(t *testing.T) {
 		{"redirect", func(w http.ResponseWriter) { w.Header().Set("Location", "/again?key="+key); w.WriteHeader(302) }, true},
 		{"JSON-escaped", func(w http.ResponseWriter) { w.Write([]byte(`{"k":"` + strings.ReplaceAll(key, "/", `\/`) + `"}`)) }, true},
 		{"percent-encoded", func(w http.ResponseWriter) { w.Write([]byte("key=" + url.QueryEscape(key))) }, true},
+		{"upper case", func(w http.ResponseWriter) {
+			w.Header().Set("X-Vendor-Request-Id", strings.ToUpper("Bearer "+key))
+			w.Write([]byte(`{}`))
+		}, true},
+		{"mixed case in the body", func(w http.ResponseWriter) { w.Write([]byte(`{"k":"` + strings.ToUpper(key[:4]) + key[4:] + `"}`)) }, true},
 		{"JSON \\u-escaped", func(w http.ResponseWriter) { w.Write([]byte(`{"k":"` + uEscape(key, "-/+=") + `"}`)) }, true},
 		{"JSON \\u-escaped whole", func(w http.ResponseWriter) { w.Write([]byte(`{"k":"` + uEscape(key, key) + `"}`)) }, true},
 		{"JSON-escaped twice", func(w http.ResponseWriter) {

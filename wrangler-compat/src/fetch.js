@@ -123,29 +123,26 @@ export async function hostFetch(r, env) {
   }
 }
 
-const encoder = new TextEncoder();
-
 /**
  * echoes reports whether an answer holds secret, in its body or any header
  * name or value, as sent or in the escaped forms an echo takes (JSON's \/,
  * percent-encoding), and in the body once its JSON escapes are decoded
- * (\u002d, up to three levels of a string inside a string), as
- * wasm-host/egress checks it.
+ * (\u002d, up to three levels of a string inside a string); in any letter
+ * case. As wasm-host/egress checks it.
  */
 export function echoes(secret, body, headers) {
-  const forms = new Set([secret, secret.replaceAll("/", "\\/"), encodeURIComponent(secret), queryEscape(secret)]);
+  const forms = [...new Set([secret, secret.replaceAll("/", "\\/"), encodeURIComponent(secret), queryEscape(secret)])].map((f) => f.toLowerCase());
+  let text = body && body.length > 0 ? lenient.decode(body) : "";
+  const lower = text.toLowerCase();
   for (const form of forms) {
-    if (contains(body, encoder.encode(form))) return true;
+    if (lower.includes(form)) return true;
     for (const [name, value] of headers) {
-      if (name.includes(form) || value.includes(form)) return true;
+      if (name.toLowerCase().includes(form) || value.toLowerCase().includes(form)) return true;
     }
   }
-  if (body && body.includes(0x5c)) {
-    let text = lenient.decode(body);
-    for (let level = 0; level < MAX_ESCAPE_LEVELS && text.includes("\\"); level++) {
-      text = unescapeJSON(text);
-      if (text.includes(secret)) return true;
-    }
+  for (let level = 0; level < MAX_ESCAPE_LEVELS && text.includes("\\"); level++) {
+    text = unescapeJSON(text);
+    if (text.toLowerCase().includes(forms[0])) return true;
   }
   return false;
 }
@@ -168,18 +165,6 @@ function unescapeJSON(text) {
 /** queryEscape is Go's url.QueryEscape: encodeURIComponent with + for space. */
 function queryEscape(s) {
   return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).replaceAll("%20", "+");
-}
-
-/** contains reports whether bytes holds needle. */
-function contains(bytes, needle) {
-  if (!bytes || needle.length === 0 || needle.length > bytes.length) return false;
-  const first = needle[0];
-  for (let i = bytes.indexOf(first); i !== -1 && i <= bytes.length - needle.length; i = bytes.indexOf(first, i + 1)) {
-    let k = 1;
-    while (k < needle.length && bytes[i + k] === needle[k]) k++;
-    if (k === needle.length) return true;
-  }
-  return false;
 }
 
 /** TooLarge is thrown by readStream when a body passes its limit. */

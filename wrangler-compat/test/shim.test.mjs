@@ -207,6 +207,10 @@ test("fetch drops an answer that echoes the credential it was sent", async () =>
       case "JSON-escaped":
         res.end(`{"k":"${key.replaceAll("/", "\\/")}"}`);
         break;
+      case "upper case":
+        res.setHeader("x-vendor-request-id", auth.toUpperCase());
+        res.end("{}");
+        break;
       case "JSON \\u-escaped":
         res.end(`{"k":"${uEscape(key)}"}`);
         break;
@@ -219,12 +223,12 @@ test("fetch drops an answer that echoes the credential it was sent", async () =>
         break;
       default:
         res.setHeader("x-request-id", "req-1");
-        res.end(`{"model":"m","seen":"${auth.toUpperCase()}"}`);
+        res.end(`{"model":"m","seen":"${[...auth].reverse().join("")}"}`);
     }
   });
   try {
     const env = { UPSTREAM_URL: `${up.url}/v1`, UPSTREAM_API_KEY: key };
-    for (mode of ["success body", "error body", "header", "redirect", "JSON-escaped", "JSON \\u-escaped", "JSON-escaped twice"]) {
+    for (mode of ["success body", "error body", "header", "redirect", "JSON-escaped", "upper case", "JSON \\u-escaped", "JSON-escaped twice"]) {
       const r = await hostFetch(fetchReq(`${up.url}/v1/service`, { method: "POST", credential: "upstream" }), env);
       assert.deepEqual([r.status, r.errKind, r.headers, r.body], [0, "credential_leak", [], null], mode);
       assert.ok(!r.errMsg.includes(key), mode);

@@ -42,6 +42,9 @@ func vendorEchoes() []echo {
 		{"success body, \\u-escaped", func(w http.ResponseWriter, r *http.Request, body []byte) {
 			writeJSON(w, 200, strings.TrimSuffix(answer(body, nil), "}")+`,"debug":"`+uEscaped(operatorKey)+`"}`)
 		}},
+		{"header, upper case", func(w http.ResponseWriter, r *http.Request, body []byte) {
+			writeJSON(w, 200, answer(body, nil), "X-Vendor-Request-Id", strings.ToUpper(r.Header.Get("Authorization")))
+		}},
 		{"error body, \\u-escaped", func(w http.ResponseWriter, r *http.Request, body []byte) {
 			writeJSON(w, 400, `{"error":{"type":"invalid_request_error","message":"key `+uEscaped(operatorKey)+`"}}`)
 		}},
@@ -99,17 +102,18 @@ func edgeEchoes() []echo {
 	}
 }
 
-// leaks reports where in a reply the operator's key appears, if anywhere:
-// as sent, or in the body's JSON strings as a client's parser decodes them.
+// leaks reports where in a reply the operator's key appears, if anywhere,
+// in any letter case: as sent, or in the body's JSON strings as a client's
+// parser decodes them.
 func leaks(r reply) string {
 	var decoded any
-	if strings.Contains(string(r.Body), operatorKey) ||
-		json.Unmarshal(r.Body, &decoded) == nil && strings.Contains(fmt.Sprint(decoded), operatorKey) {
+	has := func(s string) bool { return strings.Contains(strings.ToLower(s), strings.ToLower(operatorKey)) }
+	if has(string(r.Body)) || json.Unmarshal(r.Body, &decoded) == nil && has(fmt.Sprint(decoded)) {
 		return "body"
 	}
 	for name, values := range r.Header {
 		for _, v := range values {
-			if strings.Contains(name, operatorKey) || strings.Contains(v, operatorKey) {
+			if has(name) || has(v) {
 				return "header " + name
 			}
 		}
