@@ -17,14 +17,28 @@ FLAGS=(-target=wasip1 -buildmode=c-shared -scheduler=none -gc=leaking -no-debug 
 # sources.
 STAMP="TinyGo ${FLAGS[*]}"
 
-build() { # name src out
-  local name=$1 src=$2 out=$3
+# name_module appends the custom section that says which function a module
+# is (wasm-host/canary/name.go: "gateway.function", then the name), unless
+# the module has it already. Releases refuse a module of another function.
+name_module() { # name out
+  local name=$1 out=$2 size
+  if grep -q -a -F 'gateway.function' "$out"; then return; fi
+  size=$((1 + 16 + ${#name})) # the section name's length byte, its 16 bytes, the payload
+  if [ "$size" -ge 128 ]; then echo "function name too long: $name" >&2; exit 1; fi
+  printf "\\x00\\x$(printf %02x "$size")\\x10gateway.function%s" "$name" >>"$out"
+}
+export -f name_module
+
+build() { # name src out [declared: the function the module says it is; name by default]
+  local name=$1 src=$2 out=$3 declared=${4:-$1}
   if [ -f "$out" ] && [ "$(cat "$out.flags" 2>/dev/null)" = "$STAMP" ] && [ -z "$(find shared "$src" "$(dirname "$src")" go.mod go.sum -newer "$out" -name '*.go' -o -newer "$out" -name 'go.*' 2>/dev/null | head -n 1)" ]; then
+    name_module "$declared" "$out"
     printf '  %-24s %8d bytes (up to date)\n' "$name" "$(stat -c %s "$out")"
     return
   fi
   # LLVM 19 does not know two features TinyGo asks for; the warning is noise.
   "$TINYGO" build "${FLAGS[@]}" -o "$out.tmp" "./$src" 2> >(grep -v 'is not a recognized feature' >&2)
+  name_module "$declared" "$out.tmp"
   mv "$out.tmp" "$out"
   printf '%s\n' "$STAMP" >"$out.flags"
   printf '  %-24s %8d bytes\n' "$name" "$(stat -c %s "$out")"
@@ -37,9 +51,11 @@ for dir in functions/*/wasm; do
   build "$name" "$dir" "build/functions/$name.wasm"
 done
 echo "test guests:"
+# A test guest that stands in for a function in release tests names it in
+# its FUNCTION file (canaryv1 and canaryv2 are releases of config).
 for dir in wasm-host/testdata/guests/*/; do
   name=$(basename "$dir")
-  build "$name" "${dir%/}" "build/testguests/$name.wasm"
+  build "$name" "${dir%/}" "build/testguests/$name.wasm" "$(cat "${dir}FUNCTION" 2>/dev/null || echo "$name")"
 done
 
 # The socket build (schema/socket.md): the same function packages with Go's
@@ -48,10 +64,12 @@ done
 build_socket() { # name src out
   local name=$1 src=$2 out=$3
   if [ -f "$out" ] && [ -z "$(find shared wasm-host/ledger wasm-host/egress wasm-host/hostconfig "$src" "$(dirname "$src")" go.mod go.sum -newer "$out" -name '*.go' -o -newer "$out" -name 'go.*' 2>/dev/null | head -n 1)" ]; then
+    name_module "$name" "$out"
     printf '  %-24s %8d bytes (up to date)\n' "$name" "$(stat -c %s "$out")"
     return
   fi
   GOOS=wasip1 GOARCH=wasm go build -tags socket -buildmode=c-shared -trimpath -ldflags=-s -o "$out.tmp" "./$src"
+  name_module "$name" "$out.tmp"
   mv "$out.tmp" "$out"
   printf '  %-24s %8d bytes\n' "$name" "$(stat -c %s "$out")"
 }

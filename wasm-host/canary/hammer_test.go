@@ -96,7 +96,7 @@ func TestMetricsAreForLoopbackOnly(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	text := string(body)
-	labels := `function="decide",version="` + v1.Label() + `"`
+	labels := `function="` + function + `",version="` + v1.Label() + `"`
 	for _, want := range []string{
 		"# TYPE gateway_function_requests_total counter",
 		"gateway_function_requests_total{" + labels + "} 1\n",
@@ -104,7 +104,7 @@ func TestMetricsAreForLoopbackOnly(t *testing.T) {
 		"gateway_function_duration_seconds_bucket{" + labels + `,le="+Inf"} 1` + "\n",
 		"gateway_function_duration_seconds_count{" + labels + "} 1\n",
 		"gateway_release_version_info{" + labels + `,role="stable"} 1` + "\n",
-		`gateway_release_canary_share_ratio{function="decide"} 0` + "\n",
+		`gateway_release_canary_share_ratio{function="` + function + `"} 0` + "\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %q:\n%s", want, text)

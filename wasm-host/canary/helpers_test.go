@@ -23,8 +23,9 @@ import (
 	"decisiongateway/wasm-host/server"
 )
 
-// function is the name the two test builds are released under.
-const function = "decide"
+// function is the name the two test builds are released under, the one
+// they declare (their FUNCTION files, scripts/build-functions.sh).
+const function = "config"
 
 // host is a wazero host serving one function, built from canaryv1, as a
 // release: real modules, a real ledger, the real HTTP server.

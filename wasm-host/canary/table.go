@@ -176,6 +176,11 @@ func (t *Table) variant(ctx context.Context, fn, sha string) (*variant, error) {
 	if err != nil {
 		return nil, err
 	}
+	// `release canary` refused another function's module; a ledger
+	// written some other way is checked again here.
+	if err := CheckFunction(fn, wasm); err != nil {
+		return nil, fmt.Errorf("%s: %w", ver.Label(), err)
+	}
 	m, err := t.opts.Engine.Compile(ctx, fn, wasm)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ver.Label(), err)

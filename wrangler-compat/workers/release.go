@@ -305,6 +305,9 @@ func (r *rollout) canary(path string, p float64) error {
 	if err != nil {
 		return err
 	}
+	if err := canary.CheckFunction(r.f.Function, wasm); err != nil {
+		return err
+	}
 	sum := sha256.Sum256(wasm)
 	nf := *r.f
 	nf.SHA256 = hex.EncodeToString(sum[:])

@@ -109,6 +109,15 @@ func TestWrongCommandLinesExit2(t *testing.T) {
 		{[]string{"serve", "--bogus"}, nil, "flag provided but not defined: -bogus"},
 		{[]string{"release", "nosuch", "decide"}, nil, `unknown command "release nosuch"`},
 		{[]string{"release"}, nil, "release needs a subcommand"},
+		{[]string{"release", "canary", "decide"}, nil, "release canary takes FUNCTION PATH.wasm STEPS"},
+		{[]string{"release", "promote"}, nil, "release promote takes a FUNCTION"},
+		{[]string{"release", "canary", "decide", "x.wasm", "10", "--bogus"}, nil, "unknown flag --bogus"},
+		{[]string{"release", "canary", "decide", "x.wasm", "10", "--min-samples", "abc"}, nil, `--min-samples "abc"`},
+		{[]string{"release", "canary", "decide", "x.wasm", "50,10"}, nil, `STEPS "50,10"`},
+		{[]string{"release", "rollback", "decide", "--pause", "1m"}, nil, "release rollback takes no --pause"},
+		{[]string{"release", "analyze", "x"}, nil, "release analyze takes no arguments"},
+		{[]string{"release", "status", "decide", "extra"}, nil, "release status takes at most a FUNCTION"},
+		{[]string{"release", "advance", "nosuch"}, nil, `no route is served by a function named "nosuch"`},
 		{[]string{"version"}, []string{"GATEWAY_LOG_LEVEL=loud"}, "GATEWAY_LOG_LEVEL"},
 	} {
 		out, errOut, code := cliRun(t, c.env, c.args...)
@@ -116,6 +125,8 @@ func TestWrongCommandLinesExit2(t *testing.T) {
 			t.Errorf("gateway %v: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, out, errOut, c.want)
 		}
 	}
+	// The command line is checked before the ledger is opened: none exists
+	// here, and each wrong one above still exited 2.
 	// Right command line, no ledger: the command fails (1), naming why.
 	if _, errOut, code := cliRun(t, nil, "admin", "accounts"); code != 1 || !strings.Contains(errOut, "admin migrate") {
 		t.Errorf("admin accounts without a ledger: exit %d, %q", code, errOut)
@@ -176,5 +187,45 @@ func TestServeAnswersMetricsOnTheirOwnListener(t *testing.T) {
 	want := `gateway_build_info{version="` + strings.Fields(version)[1] + `"} 1`
 	if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
 		t.Errorf("metrics listener: %d, want %q in\n%s", resp.StatusCode, want, body)
+	}
+}
+
+// A module of another function is refused by `release canary`: every
+// function speaks the same ABI, so models.wasm released as decide would
+// load, pass its canary and answer decisions with a model list.
+func TestReleaseRefusesAnotherFunctionsModule(t *testing.T) {
+	dir := t.TempDir()
+	env := []string{"LIBSQL_URL=file:" + filepath.Join(dir, "ledger.db"), "GATEWAY_DATA_DIR=" + dir,
+		"GATEWAY_FUNCTIONS_DIR=" + filepath.Join(testenv.Root(t), "build", "functions")}
+	if _, errOut, code := cliRun(t, env, "admin", "migrate"); code != 0 {
+		t.Fatalf("migrate: %d %s", code, errOut)
+	}
+	models := filepath.Join(testenv.Root(t), "build", "functions", "models.wasm")
+	out, errOut, code := cliRun(t, env, "release", "canary", "decide", models, "50")
+	if code != 1 || out != "" || !strings.Contains(errOut, `the module is the "models" function, not "decide"`) {
+		t.Fatalf("release canary decide models.wasm: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// Nothing was released: status shows no canary.
+	if out, _, code := cliRun(t, env, "release", "status", "decide"); code != 0 || strings.Contains(out, "50.00%") {
+		t.Errorf("status after the refusal: exit %d\n%s", code, out)
+	}
+	// A module that names no function (built some other way) is refused too.
+	raw, err := os.ReadFile(filepath.Join(testenv.Root(t), "build", "functions", "decide.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "unnamed.wasm")
+	at := bytes.LastIndex(raw, []byte("\x00\x17\x10gateway.function"))
+	if at < 0 {
+		t.Fatal("decide.wasm has no gateway.function section: build it with make build")
+	}
+	os.WriteFile(cut, raw[:at], 0o644)
+	if _, errOut, code := cliRun(t, env, "release", "canary", "decide", cut, "50"); code != 1 || !strings.Contains(errOut, "does not say which function it is") {
+		t.Fatalf("an unnamed module: exit %d, %q", code, errOut)
+	}
+	// Its own module is accepted.
+	decide := filepath.Join(testenv.Root(t), "build", "functions", "decide.wasm")
+	if out, errOut, code := cliRun(t, env, "release", "canary", "decide", decide, "50"); code != 0 || !strings.Contains(out, "canary decide@") {
+		t.Fatalf("release canary decide decide.wasm: exit %d, %q %q", code, out, errOut)
 	}
 }

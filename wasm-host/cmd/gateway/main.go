@@ -67,7 +67,7 @@ var commands = []command{
 		run: withLedger(adminSession)},
 	{name: "admin key", args: "EMAIL [NAME]", brief: "like session, then a new API key; its secret on the last line",
 		run: withLedger(adminKey)},
-	{name: "release", args: "status|canary|promote|rollback …", brief: "roll a function's module out to a share of callers, promote or roll back (`gateway release --help`)",
+	{name: "release", args: "status|canary|advance|promote|rollback|analyze …", brief: "roll a function's module out to a share of callers, promote or roll back (`gateway release --help`)",
 		run: runRelease},
 	{name: "routes", brief: "print the route table as JSON (for the Workers generator)",
 		run: func(c *cli, args []string) error {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -39,22 +40,20 @@ function time at most X times stable's (default 1.5), after at least DURATION
 promoted. A failed step rolls the canary back, and the version is refused
 by later canaries unless --force. Until a step is judged it admits at most N
 canary requests across the fleet: a broken canary reaches at most N callers.
-A share followed by ! (1,10!,50) waits after passing for
+A share followed by ! (1,10!,50; quote it in a shell: '1,10!,50') waits after passing for
 ` + "`release advance`" + `, which also moves on any step by hand. Hosts analyse
 every few seconds; ` + "`release analyze`" + ` runs one round now. Flags may come
 before or after the arguments.
 `
 
 // release runs `gateway release …`, the operator side of wasm-host/canary.
+// The whole command line is checked before the ledger is opened: a wrong
+// one exits 2 (usageError) and touches nothing.
 func release(args []string, out io.Writer) error {
-	pos, flags, err := splitFlags(args)
+	cmd, pos, flags, plan, err := releaseArgs(args)
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 {
-		return errors.New(releaseUsage)
-	}
-	cmd, pos := pos[0], pos[1:]
 	ctx := context.Background()
 	cfg, led, err := openLedger(ctx)
 	if err != nil {
@@ -62,27 +61,12 @@ func release(args []string, out io.Writer) error {
 	}
 	defer led.Close()
 	store := canary.NewStore(led)
-	need := func(n int) error {
-		if len(pos) != n {
-			return fmt.Errorf("release %s takes %d argument(s)\n%s", cmd, n, releaseUsage)
-		}
-		return routed(pos[0])
-	}
 	switch cmd {
 	case "status":
-		if len(pos) > 1 {
-			return errors.New(releaseUsage)
-		}
 		return releaseStatus(ctx, cfg, store, pos, out)
 	case "canary":
-		if err := need(3); err != nil {
-			return err
-		}
-		return releaseCanary(ctx, cfg, store, pos, flags, out)
+		return releaseCanary(ctx, cfg, store, pos, plan, out)
 	case "advance":
-		if err := need(1); err != nil {
-			return err
-		}
 		st, err := store.Advance(ctx, pos[0])
 		if err != nil {
 			return err
@@ -94,9 +78,6 @@ func release(args []string, out io.Writer) error {
 		}
 		return nil
 	case "promote":
-		if err := need(1); err != nil {
-			return err
-		}
 		v, err := store.Promote(ctx, pos[0])
 		if err != nil {
 			return err
@@ -104,9 +85,6 @@ func release(args []string, out io.Writer) error {
 		fmt.Fprintf(out, "promoted %s: it is the stable version for every caller\n", v.Label())
 		return nil
 	case "rollback":
-		if err := need(1); err != nil {
-			return err
-		}
 		reason := flags["reason"]
 		if reason == "" {
 			reason = "operator"
@@ -121,20 +99,68 @@ func release(args []string, out io.Writer) error {
 			fmt.Fprintf(out, "rolled back the promotion of %s: the stable version before it serves again\n", v.Label())
 		}
 		return nil
-	case "analyze":
-		if len(pos) != 0 {
-			return errors.New(releaseUsage)
-		}
-		decisions, err := store.Analyze(ctx)
-		for _, d := range decisions {
-			fmt.Fprintf(out, "%s %s: %s\n", d.Canary.Label(), d.Action, d.Reason)
-		}
-		if err == nil && len(decisions) == 0 {
-			fmt.Fprintln(out, "no canary to analyse")
-		}
-		return err
 	}
-	return fmt.Errorf("unknown release command %q\n%s", cmd, releaseUsage)
+	// analyze
+	decisions, err := store.Analyze(ctx)
+	for _, d := range decisions {
+		fmt.Fprintf(out, "%s %s: %s\n", d.Canary.Label(), d.Action, d.Reason)
+	}
+	if err == nil && len(decisions) == 0 {
+		fmt.Fprintln(out, "no canary to analyse")
+	}
+	return err
+}
+
+// releaseArgs checks a release command line: the subcommand, its number of
+// arguments, the function (one the route table serves), the flags it takes
+// and, for canary, the plan. Every error is a usageError.
+func releaseArgs(args []string) (cmd string, pos []string, flags map[string]string, plan canary.Rollout, err error) {
+	if pos, flags, err = splitFlags(args); err != nil {
+		return "", nil, nil, plan, err
+	}
+	if len(pos) == 0 {
+		return "", nil, nil, plan, wrong("release needs a subcommand")
+	}
+	cmd, pos = pos[0], pos[1:]
+	want, ok := releaseArity[cmd]
+	switch {
+	case !ok:
+		return "", nil, nil, plan, wrong("unknown release command %q", cmd)
+	case len(pos) < want[0] || len(pos) > want[1]:
+		return "", nil, nil, plan, wrong("release %s takes %s", cmd, releaseArgNames[cmd])
+	}
+	for name := range flags {
+		if !slices.Contains(releaseFlagsOf[cmd], name) {
+			return "", nil, nil, plan, wrong("release %s takes no --%s", cmd, name)
+		}
+	}
+	if len(pos) > 0 {
+		if err := routed(pos[0]); err != nil {
+			return "", nil, nil, plan, wrong("%v", err)
+		}
+	}
+	if cmd == "canary" {
+		if plan, err = rolloutFlags(pos[2], flags); err != nil {
+			return "", nil, nil, plan, wrong("%v", err)
+		}
+	}
+	return cmd, pos, flags, plan, nil
+}
+
+// releaseArity is each subcommand's least and most positional arguments.
+var releaseArity = map[string][2]int{
+	"status": {0, 1}, "canary": {3, 3}, "advance": {1, 1}, "promote": {1, 1}, "rollback": {1, 1}, "analyze": {0, 0},
+}
+
+var releaseArgNames = map[string]string{
+	"status": "at most a FUNCTION", "canary": "FUNCTION PATH.wasm STEPS", "advance": "a FUNCTION", "promote": "a FUNCTION",
+	"rollback": "a FUNCTION", "analyze": "no arguments",
+}
+
+// releaseFlagsOf is the flags each subcommand takes.
+var releaseFlagsOf = map[string][]string{
+	"canary":   {"max-error-rate", "min-samples", "max-latency-ratio", "pause", "force"},
+	"rollback": {"reason"},
 }
 
 // releaseFlags are the flags `gateway release` knows; true for those that
@@ -159,13 +185,13 @@ func splitFlags(args []string) ([]string, map[string]string, error) {
 		takes, known := releaseFlags[name]
 		switch {
 		case !known:
-			return nil, nil, fmt.Errorf("unknown flag %s\n%s", a, releaseUsage)
+			return nil, nil, wrong("unknown flag %s", a)
 		case !takes && hasValue:
-			return nil, nil, fmt.Errorf("flag --%s takes no value", name)
+			return nil, nil, wrong("flag --%s takes no value", name)
 		case !takes:
 			value = "true"
 		case !hasValue && i+1 >= len(args):
-			return nil, nil, fmt.Errorf("flag --%s needs a value", name)
+			return nil, nil, wrong("flag --%s needs a value", name)
 		case !hasValue:
 			i++
 			value = args[i]
@@ -228,12 +254,8 @@ func rolloutFlags(stepsArg string, flags map[string]string) (canary.Rollout, err
 	return r, nil
 }
 
-func releaseCanary(ctx context.Context, cfg *hostconfig.Config, store *canary.Store, pos []string, flags map[string]string, out io.Writer) error {
+func releaseCanary(ctx context.Context, cfg *hostconfig.Config, store *canary.Store, pos []string, r canary.Rollout, out io.Writer) error {
 	function, path := pos[0], pos[1]
-	r, err := rolloutFlags(pos[2], flags)
-	if err != nil {
-		return err
-	}
 	wasm, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -259,10 +281,15 @@ func releaseCanary(ctx context.Context, cfg *hostconfig.Config, store *canary.St
 	return nil
 }
 
-// checkModule compiles wasm as a host would, so a module that is not a
+// checkModule refuses a module that is not function (canary.CheckFunction:
+// every function speaks the same ABI, so another's module would load and
+// answer), and compiles wasm as a host would, so a module that is not a
 // gateway function, or speaks another ABI version, is refused here rather
 // than by every host.
 func checkModule(ctx context.Context, function string, wasm []byte) error {
+	if err := canary.CheckFunction(function, wasm); err != nil {
+		return err
+	}
 	none := errors.New("not available while checking a module")
 	eng, err := runtime.NewEngine(ctx, runtime.Options{}, runtime.Services{
 		Ledger: func(context.Context, *abi.Batch) abi.BatchResult { return abi.BatchResult{Err: none.Error()} },
