@@ -37,7 +37,17 @@ var (
 	ErrInvalidName  = errors.New("accounts: key name must be 1 to 64 characters with a non-space character and no control character")
 	ErrKeyLimit     = errors.New("accounts: the account already has the maximum number of active keys")
 	ErrKeyNotFound  = errors.New("accounts: no such key")
-	ErrInvalidGrant = errors.New("accounts: a grant must be a positive number of credits")
+	ErrInvalidGrant = errors.New("accounts: a grant must be a whole number of credits from 1 to 1,000,000,000,000")
+	ErrBalanceLimit = errors.New("accounts: the grant would take the balance past 1,000,000,000,000,000 credits")
+)
+
+// MaxGrant and MaxBalance bound what an operator's grant may add and the
+// balance it may reach: far above any real account, far below SQLite's
+// 64-bit integers, whose overflow would turn the balance into a float and
+// break balance = Σ entries.
+const (
+	MaxGrant   = 1_000_000_000_000
+	MaxBalance = 1_000_000_000_000_000
 )
 
 // RateLimited is returned when a fixed-window limit refused an attempt.
@@ -227,11 +237,11 @@ func (s *Store) Verify(id string, welcome int64) (Verification, error) {
 // Grant adds n credits (n > 0) to an account as a 'grant' entry and returns
 // the new balance.
 func (s *Store) Grant(id string, n int64) (int64, error) {
-	if n <= 0 {
+	if n <= 0 || n > MaxGrant {
 		return 0, ErrInvalidGrant
 	}
 	res, err := s.run(
-		st("UPDATE accounts SET balance = balance + ? WHERE id = ?", num(n), str(id)),
+		st("UPDATE accounts SET balance = balance + ? WHERE id = ? AND balance <= ?", num(n), str(id), num(MaxBalance-n)),
 		when(st("INSERT INTO credit_entries (account_id, delta, kind, created_at) VALUES (?, ?, 'grant', ?)",
 			str(id), num(n), num(s.now())), abi.Cond{Step: 0, Test: abi.Affected}),
 		st("SELECT balance FROM accounts WHERE id = ?", str(id)),
@@ -239,8 +249,11 @@ func (s *Store) Grant(id string, n int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if res[0].RowsAffected == 0 {
+	switch {
+	case res[0].RowsAffected == 0 && len(res[2].Rows) == 0:
 		return 0, ErrNoAccount
+	case res[0].RowsAffected == 0:
+		return 0, ErrBalanceLimit
 	}
 	return res[2].First().AsInt(), nil
 }

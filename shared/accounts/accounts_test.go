@@ -167,6 +167,20 @@ func TestGrantAddsEntryAndBalance(t *testing.T) {
 		if _, err := s.Grant("nosuchaccount", 5); !errors.Is(err, accounts.ErrNoAccount) {
 			t.Fatal(err)
 		}
+		// Bounded: no grant over MaxGrant, no balance past MaxBalance, so the
+		// balance stays a 64-bit integer equal to the sum of its entries.
+		if _, err := s.Grant(a.ID, accounts.MaxGrant+1); !errors.Is(err, accounts.ErrInvalidGrant) {
+			t.Fatal(err)
+		}
+		query(t, e, "INSERT INTO credit_entries (account_id, delta, kind, created_at) VALUES (?, ?, 'grant', 0)", abi.String(a.ID), abi.Int64(accounts.MaxBalance-42-10))
+		query(t, e, "UPDATE accounts SET balance = ? WHERE id = ?", abi.Int64(accounts.MaxBalance-10), abi.String(a.ID))
+		if _, err := s.Grant(a.ID, 11); !errors.Is(err, accounts.ErrBalanceLimit) {
+			t.Fatalf("a grant past MaxBalance: %v", err)
+		}
+		if bal, err := s.Grant(a.ID, 10); err != nil || bal != accounts.MaxBalance {
+			t.Fatalf("a grant up to MaxBalance: %d %v", bal, err)
+		}
+		checkInvariant(t, e)
 	})
 }
 

@@ -162,7 +162,7 @@ func open(ctx context.Context, url, authToken string, o Options, tune tuning) (*
 		connector driver.Connector
 		remote    bool
 		err       error
-		name      = redact(url)
+		name      = Redact(url)
 	)
 	if strings.HasPrefix(url, "file:") {
 		var path string
@@ -356,6 +356,9 @@ func remoteConnector(url, authToken string) (driver.Connector, error) {
 	}
 	var opts []libsql.Option
 	q := u.Query()
+	if q.Has("authToken") || q.Has("authtoken") {
+		return nil, errors.New("the URL holds an authToken: put the token in LIBSQL_AUTH_TOKEN instead, where it is kept out of logs")
+	}
 	if q.Has("tls") {
 		switch q.Get("tls") {
 		case "0":
@@ -374,9 +377,17 @@ func remoteConnector(url, authToken string) (driver.Connector, error) {
 	return libsql.NewConnector(u.String(), opts...)
 }
 
-// redact drops the query of a URL for error messages, in case a token was
-// put there against advice.
-func redact(url string) string {
+// Redact is a ledger URL as logs and messages may show it: without its
+// query (a token put there against advice) and with the password of its
+// user information, if any, replaced (user:xxxxx@).
+func Redact(url string) string {
 	base, _, _ := strings.Cut(url, "?")
+	if u, err := neturl.Parse(base); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	if at := strings.LastIndexByte(base, '@'); at >= 0 && strings.Contains(base, "://") {
+		// Not a URL Go parses, yet it holds user information: drop it.
+		return base[:strings.Index(base, "://")+3] + "…@" + base[at+1:]
+	}
 	return base
 }

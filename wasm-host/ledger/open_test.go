@@ -58,6 +58,31 @@ func TestOpenRefusesBadURLs(t *testing.T) {
 	}
 }
 
+// A ledger URL is shown (logs, errors) without its secrets: the query, the
+// password of its user information. A token in the URL is refused, naming
+// LIBSQL_AUTH_TOKEN, with no part of it in the message.
+func TestLedgerURLsAreShownWithoutSecrets(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://op:pw123@127.0.0.1:8080":       "http://op:xxxxx@127.0.0.1:8080",
+		"libsql://db.example?authToken=sekrit": "libsql://db.example",
+		"http://op:pw123@127.0.0.1:1/?tls=0":   "http://op:xxxxx@127.0.0.1:1/",
+		"file:.data/ledger.db":                 "file:.data/ledger.db",
+		"http://op:p%zz@host":                  "http://…@host",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+	_, err := Open(testCtx(t), "http://op:pw123@127.0.0.1:1?authToken=sekrit", "")
+	if err == nil || !strings.Contains(err.Error(), "LIBSQL_AUTH_TOKEN") || strings.Contains(err.Error(), "sekrit") || strings.Contains(err.Error(), "pw123") {
+		t.Fatalf("a token in the URL: %v", err)
+	}
+	_, err = Open(testCtx(t), "http://op:pw123@127.0.0.1:1", "")
+	if err == nil || strings.Contains(err.Error(), "pw123") {
+		t.Fatalf("an unreachable server: %v", err)
+	}
+}
+
 // file://host/path names a file on another machine: it is refused, even
 // where the ledger may be created, rather than read as the relative path
 // host/path.

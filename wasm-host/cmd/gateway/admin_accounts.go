@@ -81,8 +81,8 @@ func grantCredits(op *operator, args []string) error {
 		return wrong("admin credits takes an account and N, got %q", pos)
 	}
 	n, err := strconv.ParseInt(pos[1], 10, 64)
-	if err != nil || n <= 0 {
-		return wrong("credits: N must be a whole number ≥ 1, got %q", pos[1])
+	if err != nil || n <= 0 || n > accounts.MaxGrant {
+		return wrong("credits: N must be a whole number from 1 to %d, got %q", int64(accounts.MaxGrant), pos[1])
 	}
 	if err := op.open(); err != nil {
 		return err

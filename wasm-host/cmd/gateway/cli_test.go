@@ -101,6 +101,7 @@ func TestWrongCommandLinesExit2(t *testing.T) {
 		{nil, nil, "usage: gateway COMMAND"},
 		{[]string{"admin", "credits", "ops@example.com"}, nil, "usage: gateway admin credits"},
 		{[]string{"admin", "credits", "ops@example.com", "0"}, nil, "N must be a whole number"},
+		{[]string{"admin", "credits", "ops@example.com", "9223372036854775807"}, nil, "N must be a whole number from 1 to 1000000000000"},
 		{[]string{"admin", "accounts", "--bogus"}, nil, "unknown flag --bogus"},
 		{[]string{"admin", "usage", "--format", "xml"}, nil, `--format "xml"`},
 		{[]string{"admin", "usage", "--since", "yesterday"}, nil, `--since "yesterday"`},

@@ -22,6 +22,7 @@ import (
 	"decisiongateway/wasm-host/devmail"
 	"decisiongateway/wasm-host/emulator"
 	"decisiongateway/wasm-host/hostconfig"
+	"decisiongateway/wasm-host/ledger"
 )
 
 func serve(log *slog.Logger, args []string) error {
@@ -82,7 +83,7 @@ func serve(log *slog.Logger, args []string) error {
 		}
 		defer msrv.Close()
 	}
-	log.Info("serving", "addr", "http://"+ln.Addr().String(), "ledger", redactURL(cfg.LedgerURL), "upstream_kind", cfg.UpstreamKind, "functions", len(a.Functions), "max_connections", maxConns, "dev", *dev)
+	log.Info("serving", "addr", "http://"+ln.Addr().String(), "ledger", ledger.Redact(cfg.LedgerURL), "upstream_kind", cfg.UpstreamKind, "functions", len(a.Functions), "max_connections", maxConns, "dev", *dev)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -153,14 +154,4 @@ func startDev(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) err
 		log.Info("dev outbox: sign-in mail is written here, and each link is logged", "dir", box.Dir)
 	}
 	return nil
-}
-
-// redactURL drops credentials and query from a URL before it is logged.
-func redactURL(raw string) string {
-	for i := 0; i < len(raw); i++ {
-		if raw[i] == '?' {
-			return raw[:i]
-		}
-	}
-	return raw
 }
