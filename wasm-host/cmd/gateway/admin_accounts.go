@@ -48,6 +48,11 @@ func adminKey(op *operator, args []string) error {
 	if len(args) == 2 {
 		name = args[1]
 	}
+	// Checked before anything is written: a refused name must not leave a
+	// new, verified account with its welcome credits behind.
+	if _, err := accounts.CheckKeyName(name); err != nil {
+		return wrong("admin key: %v", err)
+	}
 	if err := op.open(); err != nil {
 		return err
 	}
@@ -83,6 +88,9 @@ func grantCredits(op *operator, args []string) error {
 	n, err := strconv.ParseInt(pos[1], 10, 64)
 	if err != nil || n <= 0 || n > accounts.MaxGrant {
 		return wrong("credits: N must be a whole number from 1 to %d, got %q", int64(accounts.MaxGrant), pos[1])
+	}
+	if err := notASecret(pos[0]); err != nil {
+		return err
 	}
 	if err := op.open(); err != nil {
 		return err

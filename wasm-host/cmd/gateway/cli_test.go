@@ -106,6 +106,9 @@ func TestWrongCommandLinesExit2(t *testing.T) {
 		{[]string{"admin", "usage", "--format", "xml"}, nil, `--format "xml"`},
 		{[]string{"admin", "usage", "--since", "yesterday"}, nil, `--since "yesterday"`},
 		{[]string{"admin", "revoke"}, nil, "usage: gateway admin revoke KEY_ID"},
+		{[]string{"admin", "key", "k@example.com", " "}, nil, "key name must be 1 to 64 characters"},
+		{[]string{"admin", "revoke", "dgk_acct_s3cr3tpart"}, nil, "that argument is a secret (dgk_…)"},
+		{[]string{"admin", "account", "dgs_acct_s3cr3tpart"}, nil, "that argument is a secret (dgs_…)"},
 		{[]string{"routes", "extra"}, nil, "routes takes no arguments"},
 		{[]string{"serve", "--bogus"}, nil, "flag provided but not defined: -bogus"},
 		{[]string{"release", "nosuch", "decide"}, nil, `unknown command "release nosuch"`},
@@ -122,6 +125,9 @@ func TestWrongCommandLinesExit2(t *testing.T) {
 		{[]string{"version"}, []string{"GATEWAY_LOG_LEVEL=loud"}, "GATEWAY_LOG_LEVEL"},
 	} {
 		out, errOut, code := cliRun(t, c.env, c.args...)
+		if strings.Contains(errOut, "s3cr3t") {
+			t.Errorf("gateway %v repeats the secret it was given: %q", c.args, errOut)
+		}
 		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
 			t.Errorf("gateway %v: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, out, errOut, c.want)
 		}

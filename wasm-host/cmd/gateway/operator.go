@@ -1,6 +1,7 @@
 package main
 
 import (
+	"decisiongateway/shared/keys"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -153,6 +154,9 @@ func showAccount(op *operator, args []string) error {
 	if len(pos) != 1 {
 		return wrong("admin account takes one EMAIL or ACCOUNT_ID, got %q", pos)
 	}
+	if err := notASecret(pos[0]); err != nil {
+		return err
+	}
 	if err := op.open(); err != nil {
 		return err
 	}
@@ -228,6 +232,9 @@ func revokeKey(op *operator, args []string) error {
 	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
 		return wrong("admin revoke takes one KEY_ID, got %q", args)
 	}
+	if err := notASecret(args[0]); err != nil {
+		return err
+	}
 	if err := op.open(); err != nil {
 		return err
 	}
@@ -286,6 +293,9 @@ func exportUsage(op *operator, args []string) error {
 			}
 			*dst = t.Unix()
 		}
+	}
+	if err := notASecret(flags["account"]); err != nil {
+		return err
 	}
 	if err := op.open(); err != nil {
 		return err
@@ -397,6 +407,18 @@ func (w *usageWriter) flush() error {
 	if w.csv != nil {
 		w.csv.Flush()
 		return w.csv.Error()
+	}
+	return nil
+}
+
+// notASecret refuses an argument that is a secret (an API key, a session or
+// a sign-in link: dgk_, dgs_, dgl_) where an id or an address belongs,
+// without repeating it: messages and shell histories are no place for it.
+func notASecret(arg string) error {
+	for _, prefix := range []string{keys.APIKey, keys.Session, keys.SignIn} {
+		if strings.HasPrefix(arg, prefix) {
+			return wrong("that argument is a secret (%s…), not an id or an e-mail address: name a key by its id (key_…; `gateway admin account EMAIL` lists them)", prefix)
+		}
 	}
 	return nil
 }
