@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"hash/crc32"
+	"net/netip"
 	"strings"
 
 	"decisiongateway/shared/digest"
@@ -163,7 +164,19 @@ func AccountHint(authorization, cookie string) string {
 // HashClient is the stored identity of a client address, the scope of every
 // per-address counter (API authentication, sign-in): the ledger never holds
 // an address in the clear, and one hash keeps the counters comparable.
+//
+// An IPv6 client is its /64, the block one subscriber or host is given:
+// counted per address, a client could rotate through 2^64 of them and no
+// per-address limit would bind. An IPv4-mapped address counts as IPv4.
 func HashClient(ip string) string {
+	if a, err := netip.ParseAddr(ip); err == nil {
+		if a = a.Unmap(); a.Is6() {
+			p, _ := a.WithZone("").Prefix(64)
+			ip = p.String()
+		} else {
+			ip = a.String()
+		}
+	}
 	sum := digest.SHA256([]byte("decision-gateway/ip/" + ip))
 	return hex.EncodeToString(sum[:16])
 }

@@ -60,3 +60,29 @@ func TestDisplayPrefixShowsNoSecretPart(t *testing.T) {
 		t.Fatalf("prefix %q", p)
 	}
 }
+
+// A client is counted by its IPv4 address or its IPv6 /64: rotating through
+// the addresses of one /64 does not escape a per-client limit.
+func TestHashClientCountsAnIPv6ClientByItsSlash64(t *testing.T) {
+	same := [][2]string{
+		{"2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:ffff"},
+		{"2001:db8:1:2::1", "2001:0db8:0001:0002:0000:0000:0000:0009"},
+		{"2001:db8:1:2::1%eth0", "2001:db8:1:2::7"},
+		{"::ffff:192.0.2.7", "192.0.2.7"},
+	}
+	for _, p := range same {
+		if HashClient(p[0]) != HashClient(p[1]) {
+			t.Errorf("%s and %s counted apart", p[0], p[1])
+		}
+	}
+	differ := [][2]string{
+		{"2001:db8:1:2::1", "2001:db8:1:3::1"},
+		{"192.0.2.7", "192.0.2.8"},
+		{"192.0.2.7", ""},
+	}
+	for _, p := range differ {
+		if HashClient(p[0]) == HashClient(p[1]) {
+			t.Errorf("%s and %s counted as one client", p[0], p[1])
+		}
+	}
+}

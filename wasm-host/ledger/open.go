@@ -304,6 +304,17 @@ func embeddedConnector(url string, create bool) (driver.Connector, string, error
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				return nil, abs, err
 			}
+			// The ledger holds e-mail addresses and retained answers: a new
+			// file is the owner's alone (SQLite gives its WAL and shared
+			// memory files the database file's mode). An empty file is an
+			// empty database.
+			f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+			switch {
+			case err == nil:
+				f.Close()
+			case !errors.Is(err, os.ErrExist):
+				return nil, abs, err
+			}
 		} else if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			return nil, abs, fmt.Errorf("%w: create it with `bin/gateway admin migrate` (LIBSQL_URL names it; a relative path is read from the working directory)", ErrNoLedger)
 		} else if err != nil {

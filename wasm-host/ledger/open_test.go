@@ -58,6 +58,29 @@ func TestOpenRefusesBadURLs(t *testing.T) {
 	}
 }
 
+// A ledger file the gateway creates is its owner's alone, and so are the
+// WAL and shared-memory files SQLite makes beside it.
+func TestCreatedLedgerFileIsPrivate(t *testing.T) {
+	dir := t.TempDir()
+	e, err := OpenWith(testCtx(t), "file:"+filepath.Join(dir, "ledger.db"), "", Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Migrate(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, name := range []string{"ledger.db", "ledger.db-wal", "ledger.db-shm"} {
+		info, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := info.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s has mode %v", name, perm)
+		}
+	}
+}
+
 // A ledger URL is shown (logs, errors) without its secrets: the query, the
 // password of its user information. A token in the URL is refused, naming
 // LIBSQL_AUTH_TOKEN, with no part of it in the message.
