@@ -141,7 +141,9 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	// first kept the compile (the cold start's critical path) waiting
 	// about 2 ms for a processor.
 	go func() {
-		led, err := ledger.OpenWith(ctx, cfg.LedgerURL, cfg.LedgerToken, ledger.Options{Prepare: ledgerq.DecisionStatements(), Merge: ledgerq.MergeableStatements()})
+		// A sqld started beside the host (a compose file) may not answer
+		// yet: the host waits for it as an operator command would.
+		led, err := ledger.OpenWith(ctx, cfg.LedgerURL, cfg.LedgerToken, ledger.Options{Prepare: ledgerq.DecisionStatements(), Merge: ledgerq.MergeableStatements(), Wait: ledger.OperatorPatience})
 		if err == nil {
 			if err = led.RequireMigrated(ctx); err != nil {
 				led.Close()

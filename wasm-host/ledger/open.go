@@ -40,6 +40,11 @@ type Options struct {
 	// context allows. Operator commands, which have no client waiting on a
 	// deadline, are more patient (OperatorPatience).
 	Patience time.Duration
+	// Wait is how long OpenWith waits for a server that does not answer
+	// yet, a sqld starting beside the host (0: Patience). A serving host
+	// waits as long as an operator command (OperatorPatience) without
+	// taking Patience's longer retries into its requests.
+	Wait time.Duration
 	// Prepare is SQL the writer compiles into its statement cache as soon
 	// as it starts, on an embedded file (a remote server compiles every
 	// request's text itself). A host passes the decision path's statements
@@ -183,7 +188,11 @@ func open(ctx context.Context, url, authToken string, o Options, tune tuning) (*
 	// is one Hrana stream.
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
-	if err := answers(ctx, db, o.Patience); err != nil {
+	wait := o.Wait
+	if wait == 0 {
+		wait = o.Patience
+	}
+	if err := answers(ctx, db, wait); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: %w", name, err)
 	}

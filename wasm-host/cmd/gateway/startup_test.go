@@ -158,3 +158,32 @@ func TestOperatorCommandsRideOutRefusals(t *testing.T) {
 		t.Errorf("only %d requests reached the proxy: the refusals were not exercised", requests.Load())
 	}
 }
+
+// A sqld that starts after the host (a compose file starting both) is
+// waited for, as operator commands wait (ledger.OperatorPatience), rather
+// than ending serve at once.
+func TestServeWaitsForASqldStartingBesideIt(t *testing.T) {
+	s := sqldtest.StartServer(t)
+	env := []string{"LIBSQL_URL=" + s.URL}
+	if out, ok := gateway(t, t.TempDir(), env, "admin", "migrate"); !ok {
+		t.Fatalf("admin migrate:\n%s", out)
+	}
+	s.Kill()
+	go func() {
+		time.Sleep(2 * time.Second)
+		if err := s.Restart(); err != nil {
+			t.Error(err)
+		}
+	}()
+	start := time.Now()
+	var line struct {
+		Msg string `json:"msg"`
+	}
+	serveUntil(t, t.TempDir(), nil, env, "serving", &line, "serve")
+	if line.Msg != "serving" {
+		t.Fatalf("serve ended before sqld answered (after %v)", time.Since(start))
+	}
+	if waited := time.Since(start); waited < 2*time.Second {
+		t.Errorf("serving after %v, before sqld was started again", waited)
+	}
+}
