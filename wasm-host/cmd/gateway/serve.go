@@ -61,7 +61,7 @@ func serve(log *slog.Logger, args []string) error {
 	// retrying (make bench-load, coldstart).
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("SERVICE_ADDR %q: %w", cfg.Addr, err)
 	}
 	// Connections past the bound wait in the backlog: the descriptors
 	// left are the running requests' (hostconfig, connections.go).
