@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -191,7 +192,23 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	// GET requests no route takes are the browser console's page and assets.
 	a.Server.Static = console.Handler()
 	a.handler = a.probes(a.serveMetrics(a.Releases.Wrap(a.Server)))
+	if strings.HasPrefix(cfg.Origin, "https://") {
+		a.handler = strictTransport(a.handler)
+	}
 	return a, nil
+}
+
+// strictTransport adds Strict-Transport-Security to every answer of a host
+// whose console is served over https (SERVICE_ORIGIN): a browser that has
+// seen it never sends the session cookie over plain http to this host
+// again, even where a link or a typed address says http. Browsers honour it
+// only on an https answer, so a host behind a TLS terminator may send it
+// over its plain hop; a terminator that sets its own replaces it.
+func strictTransport(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // client is how the host tells a request's client address (trusted proxies).

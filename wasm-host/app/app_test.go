@@ -170,3 +170,22 @@ func TestOtherModulesLoadAfterTheFirstAnswer(t *testing.T) {
 		return true
 	})
 }
+
+// A host whose console is served over https tells browsers to use https
+// only (Strict-Transport-Security) on every answer; on an http origin
+// (development) it does not.
+func TestHTTPSOriginSendsStrictTransportSecurity(t *testing.T) {
+	for origin, want := range map[string]string{"https://console.example": "max-age=31536000", "http://127.0.0.1:8787": ""} {
+		h := hosttest.Start(t, map[string]string{"SERVICE_ORIGIN": origin})
+		for _, path := range []string{"/", "/api/service/config", "/healthz", "/v1/nosuch"} {
+			resp, err := http.Get(h.Server.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if got := resp.Header.Get("Strict-Transport-Security"); got != want {
+				t.Errorf("%s %s: Strict-Transport-Security %q, want %q", origin, path, got, want)
+			}
+		}
+	}
+}
