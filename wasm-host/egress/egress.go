@@ -315,29 +315,66 @@ func echoes(secret string, body []byte, headers abi.Headers) bool {
 	return false
 }
 
-// containsFold reports whether text holds needle in any letter case
-// (bytes.EqualFold at each place whose byte is needle's first in either
-// case), without copying text.
+// containsFold reports whether text holds needle in any letter case,
+// without copying text. It looks for an anchor with bytes.IndexByte (the
+// first byte of needle that has no case, a digit or a sign; else needle's
+// first letter in either case) and compares with bytes.EqualFold there: an
+// answer's scan costs about what bytes.Contains costs.
 func containsFold(text []byte, needle string) bool {
 	n := len(needle)
 	if n == 0 {
 		return true
 	}
-	first := needle[0]
-	lo, up := first, first
-	if 'a' <= first && first <= 'z' {
-		up = first - 'a' + 'A'
-	} else if 'A' <= first && first <= 'Z' {
-		lo = first - 'A' + 'a'
-	}
 	want := []byte(needle)
-	for i := 0; i+n <= len(text); i++ {
-		if c := text[i]; (c == lo || c == up) && bytes.EqualFold(text[i:i+n], want) {
+	k := 0
+	for k < n && isASCIILetter(needle[k]) {
+		k++
+	}
+	if k == n { // letters only: the first, in each case
+		// next finds c at or after from, as an index into text (-1: none).
+		next := func(c byte, from int) int {
+			if i := bytes.IndexByte(text[from:], c); i >= 0 {
+				return from + i
+			}
+			return -1
+		}
+		lo, up := needle[0]|0x20, needle[0]&^0x20
+		i, j := next(lo, 0), next(up, 0)
+		for i >= 0 || j >= 0 {
+			at := i
+			if i < 0 || (j >= 0 && j < i) {
+				at = j
+			}
+			if at+n > len(text) {
+				return false
+			}
+			if bytes.EqualFold(text[at:at+n], want) {
+				return true
+			}
+			if at == i {
+				i = next(lo, at+1)
+			} else {
+				j = next(up, at+1)
+			}
+		}
+		return false
+	}
+	anchor := needle[k]
+	for from := k; from < len(text); {
+		i := bytes.IndexByte(text[from:], anchor)
+		if i < 0 {
+			return false
+		}
+		at := from + i - k
+		if at+n <= len(text) && bytes.EqualFold(text[at:at+n], want) {
 			return true
 		}
+		from += i + 1
 	}
 	return false
 }
+
+func isASCIILetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
 
 // maxEscapeLevels is how many times echoes decodes a body's JSON escapes:
 // a JSON string that holds JSON text escapes it again, and a caller may
