@@ -37,8 +37,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -134,8 +136,11 @@ func (c *Client) Decide(ctx context.Context, req any) (*Decision, error) {
 // the caller chose and stored before sending), to learn that outcome: the
 // retained answer (Replayed), the answer itself if the key was never used,
 // or an *Error. It never changes the key, so it never starts a second
-// operation; idempotency_failed (refunded) and idempotency_conflict (req
-// differs from what the key was used with) are returned as they are.
+// operation under another (past the key's retention, 24 hours by default,
+// the gateway takes it as new and bills it again, spec §3.1);
+// idempotency_failed (refunded) and idempotency_conflict (req differs from
+// what the key was used with) are returned as they are. Its error is
+// Uncertain unless an answer settled the key.
 func (c *Client) Recover(ctx context.Context, key string, req any) (*Decision, error) {
 	body, err := encode(req)
 	if err != nil {
@@ -163,7 +168,9 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 }
 
 func (c *Client) decide(ctx context.Context, key string, body []byte, renew bool) (*Decision, error) {
-	op := operation{name: "decide", method: http.MethodPost, url: c.base + "/service", body: body, key: key, renew: renew}
+	// Recover (!renew) is called on a key whose outcome is unknown: it
+	// stays unknown until an answer settles it.
+	op := operation{name: "decide", method: http.MethodPost, url: c.base + "/service", body: body, key: key, renew: renew, uncertain: !renew}
 	a, err := c.run(ctx, &op)
 	if err != nil {
 		return nil, err
@@ -182,6 +189,7 @@ type operation struct {
 	body              []byte
 	key               string // "" for models
 	renew             bool   // may change key after a confirmed refund
+	renewNext         bool   // the next attempt takes a new key (a confirmed refund)
 	sent              int    // requests sent
 	uncertain         bool   // an attempt under key may have run
 }
@@ -209,15 +217,25 @@ func (c *Client) run(ctx context.Context, op *operation) (*answer, error) {
 		default:
 			e := a.error(op, nil)
 			last = e
+			confirmed := e.Code == codeIdemFailed || e.Credits != nil && *e.Credits == 0
 			switch classify(a.status, e.Code) {
 			case stop:
+				if settles(e) {
+					op.uncertain = false
+				}
 				return nil, op.fail(e, nil)
 			case refunded:
 				switch {
+				case op.key == "":
+					// A listing charges nothing: a busy or failed upstream
+					// is retried as one that never ran.
 				case !op.renew:
+					if confirmed {
+						op.uncertain = false
+					}
 					return nil, op.fail(e, nil) // Recover: a new attempt is the caller's call
-				case e.Code == codeIdemFailed || e.Credits != nil && *e.Credits == 0:
-					op.key, op.uncertain = newKey(), false
+				case confirmed:
+					op.renewNext = true // the key is settled; the next attempt is a new operation
 				default: // refund not confirmed: ask again under the same key
 					op.uncertain = true
 				}
@@ -246,17 +264,31 @@ func (c *Client) run(ctx context.Context, op *operation) (*answer, error) {
 }
 
 // attempt sends one request. A transport failure marks op uncertain unless
-// the request provably never left (the connection was refused).
+// the request provably never left: no byte of it was written, and the
+// connection was refused.
 func (c *Client) attempt(ctx context.Context, op *operation) (*answer, error) {
 	if c.attemptTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.attemptTimeout)
 		defer cancel()
 	}
+	if op.renewNext {
+		op.key, op.uncertain, op.renewNext = newKey(), false, false
+	}
+	// wrote notes that request bytes were written on a connection, by this
+	// attempt or by the transport's own resend of it: the gateway may have
+	// run it, whatever error follows.
+	var wrote atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }})
 	req, err := http.NewRequestWithContext(ctx, op.method, op.url, bytes.NewReader(op.body))
 	if err != nil {
 		return nil, err
 	}
+	// Without GetBody the transport cannot resend a request whose body it
+	// already wrote (it would, unseen, on a kept connection that died, as
+	// the Idempotency-Key makes the request idempotent to it): each request
+	// sent is one of WithAttempts', and the client alone decides to resend.
+	req.GetBody = nil
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "decisiongateway-client/1")
@@ -269,7 +301,7 @@ func (c *Client) attempt(ctx context.Context, op *operation) (*answer, error) {
 	op.sent++
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if !neverSent(err) {
+		if wrote.Load() || !neverSent(err) {
 			op.uncertain = true
 		}
 		return nil, err

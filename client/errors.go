@@ -95,6 +95,22 @@ const (
 
 const codeIdemFailed = "idempotency_failed"
 
+// settles reports whether a final answer under a key tells that key's
+// outcome: completed with another request (idempotency_conflict), never
+// charged (insufficient_credits leaves the key unused), or run and refunded
+// (an upstream's refusal with X-Service-Credits: 0). Other refusals
+// (authentication, limits, a request the gateway cannot read) answer before
+// the key is looked at and tell nothing about it.
+func settles(e *Error) bool {
+	switch {
+	case e.Code == "idempotency_conflict", e.Code == "insufficient_credits":
+		return true
+	case e.Source == "upstream" && e.Credits != nil && *e.Credits == 0:
+		return true
+	}
+	return false
+}
+
 // classes classifies the platform's error codes (schema/errors.md) by
 // X-Service-Error-Code alone. A code not listed is classed by its status
 // (statusClass).

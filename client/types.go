@@ -3,7 +3,9 @@ package client
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 )
 
 // Request is a decision request (spec §2.1). Decide also takes the body as
@@ -51,10 +53,39 @@ type Answer struct {
 	Legend        map[string]string  `json:"legend,omitempty"`
 }
 
-// Usage is the upstream's token count; a count it did not give is nil.
+// Usage is the upstream's token count; a count it did not give is nil, and
+// so is one that is not a whole number from 0 to 2^63-1 (the gateway passes
+// the upstream's text on, so 120.0 or 1.2e2 may come for 120).
 type Usage struct {
 	InputTokens  *int64 `json:"input_tokens"`
 	OutputTokens *int64 `json:"output_tokens"`
+}
+
+// UnmarshalJSON reads the counts in any JSON spelling and never fails: the
+// usage is optional, and a decision is not refused over it.
+func (u *Usage) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		In  json.Number `json:"input_tokens"`
+		Out json.Number `json:"output_tokens"`
+	}
+	if json.Unmarshal(b, &raw) != nil {
+		return nil
+	}
+	u.InputTokens, u.OutputTokens = count(raw.In), count(raw.Out)
+	return nil
+}
+
+// count is n as a token count, or nil.
+func count(n json.Number) *int64 {
+	if v, err := strconv.ParseInt(string(n), 10, 64); err == nil && v >= 0 {
+		return &v
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || f < 0 || f >= 1<<63 || f != math.Trunc(f) {
+		return nil
+	}
+	v := int64(f)
+	return &v
 }
 
 // Model is an entry of the model list (spec §2.5). Name, Description and
