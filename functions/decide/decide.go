@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/batch"
 	"decisiongateway/shared/canon"
 	"decisiongateway/shared/contract"
 	"decisiongateway/shared/keys"
@@ -105,6 +106,12 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	})
 	if err != nil {
 		env.Error("reservation failed", "error", err.Error())
+		if batch.OutcomeUnknown(err) {
+			// The reservation may have committed: not "nothing was
+			// charged". Its lease settles it (a refund: no upstream call
+			// was made).
+			return reconciling(idemKey != "", nil, "the ledger did not confirm this request's reservation; if it was recorded, it is refunded when its lease ends")
+		}
 		return fail(contract.LedgerUnavailable, "the ledger is unavailable; nothing was charged")
 	}
 	if resp, done := refuse(env, &r, c.AccountID, now); done {
@@ -202,7 +209,7 @@ func settleAndAnswer(env *platform.Env, req *abi.Request, d *decision, p *pendin
 	st := ledgerq.Settle{
 		RequestID: req.RequestID, AccountID: p.AccountID, IdemKey: idemKey, Cost: p.Cost,
 		OK: out.OK, Status: out.Status, ErrorCode: string(out.Code),
-		InputTokens: out.InputTokens, OutputTokens: out.OutputTokens, Now: time.Now(),
+		InputTokens: out.InputTokens, OutputTokens: out.OutputTokens, TTL: d.settings.IdempotencyTTL, Now: time.Now(),
 	}
 	mode := ""
 	if d.adapter != nil {
@@ -218,7 +225,7 @@ func settleAndAnswer(env *platform.Env, req *abi.Request, d *decision, p *pendin
 	p.Rate.SetHeaders(&resp.Headers)
 	credits, ok := settle(env, &st, p.settleBy(d.settings.RequestTimeout))
 	if !ok {
-		return unsettled(p)
+		return unsettled(p, idemKey != "")
 	}
 	resp.Headers.Set(policy.HServiceCredits, credits)
 	return resp
@@ -332,10 +339,24 @@ func settle(env *platform.Env, st *ledgerq.Settle, until time.Time) (string, boo
 // contradict it (409 idempotency_failed after a 200). So the caller learns
 // that the charge is being reconciled, with no X-Service-Credits (spec §4.8,
 // §7 rule 3), and a resend of the key tells the final state.
-func unsettled(p *pending) abi.Response {
-	resp := policy.Error(contract.RequestReconciliationPending, "the outcome could not be recorded and is being reconciled; resend the same request with the same Idempotency-Key to learn its final state")
+func unsettled(p *pending, hasKey bool) abi.Response {
+	return reconciling(hasKey, p, "the outcome could not be recorded and is being reconciled")
+}
+
+// reconciling is 503 request_reconciliation_pending without
+// X-Service-Credits (unknown, spec §4.8): what happened, and how the
+// caller learns the outcome, by the key it sent or, without one, from its
+// usage.
+func reconciling(hasKey bool, p *pending, what string) abi.Response {
+	how := "; the account's usage shows whether it was charged"
+	if hasKey {
+		how = "; resend the same request with the same Idempotency-Key to learn its final state"
+	}
+	resp := policy.Error(contract.RequestReconciliationPending, what+how)
 	resp.Headers.Set(policy.HRetryAfter, "2")
-	p.Rate.SetHeaders(&resp.Headers)
+	if p != nil {
+		p.Rate.SetHeaders(&resp.Headers)
+	}
 	return resp
 }
 

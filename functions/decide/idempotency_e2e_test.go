@@ -92,6 +92,37 @@ func TestPendingKeyAnswersInProgress(t *testing.T) {
 	}
 }
 
+// A retention shorter than a request may run does not let a second request
+// take over a key whose attempt is still pending: it answers 409
+// request_in_progress, and the upstream is called and the account charged
+// once. Settled, the record keeps the configured retention.
+func TestPendingKeyOutlivesAShortRetention(t *testing.T) {
+	g := startGateway(t, "", map[string]string{"SERVICE_IDEMPOTENCY_TTL": "1s"})
+	acct, key := g.NewAccount(randomEmail(), 10)
+	gate := make(chan struct{})
+	g.vendor.Handle(gated(gate))
+	done := make(chan reply)
+	go func() { done <- g.post(key, simpleRequest, "Idempotency-Key", "long") }()
+	waitFor(t, func() bool { return len(g.vendor.Seen()) == 1 })
+	time.Sleep(1500 * time.Millisecond) // past the retention, the attempt still pending
+	r := g.post(key, simpleRequest, "Idempotency-Key", "long")
+	if r.Status != 409 || r.code() != "request_in_progress" {
+		t.Errorf("the same key while pending, past the retention: %d %q %s", r.Status, r.code(), r.Body)
+	}
+	close(gate)
+	if first := <-done; first.Status != 200 || first.Header.Get("X-Service-Credits") != "1" {
+		t.Fatalf("first %d credits %q", first.Status, first.Header.Get("X-Service-Credits"))
+	}
+	if n := len(g.vendor.Seen()); n != 1 || g.Balance(acct) != 9 {
+		t.Fatalf("upstream called %d times, balance %d: want once and 9", n, g.Balance(acct))
+	}
+	rows := g.Rows(`SELECT expires_at - created_at FROM idempotency WHERE key = 'long'`)
+	if len(rows) != 1 || rows[0][0].AsInt() != 1 {
+		t.Fatalf("retention after settling: %v, want 1 s", rows)
+	}
+	g.CheckInvariant()
+}
+
 func TestExpiredKeyStartsNewBilledOperation(t *testing.T) {
 	g := startGateway(t, "", map[string]string{"SERVICE_IDEMPOTENCY_TTL": "1s"})
 	acct, key := g.NewAccount(randomEmail(), 10)

@@ -8,6 +8,7 @@ package batch
 
 import (
 	"errors"
+	"strings"
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/platform"
@@ -40,6 +41,18 @@ func Num(n int64) abi.Value  { return abi.Int64(n) }
 // ErrLedger is what every ledger failure is (errors.Is): the import failed
 // or the batch did not commit, so nothing was changed.
 var ErrLedger = errors.New("ledger failure")
+
+// outcomeUnknown begins, on both hosts, the error of a batch whose COMMIT
+// was sent and never answered (wasm-host/ledger, wrangler-compat/src
+// ledger.js; schema/abi.md): unlike every other failure, it may have
+// committed.
+const outcomeUnknown = "commit outcome unknown"
+
+// OutcomeUnknown reports whether err is a batch that may have committed.
+func OutcomeUnknown(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && strings.Contains(e.Msg, outcomeUnknown)
+}
 
 // Error is a ledger failure with its message; it Is ErrLedger.
 type Error struct{ Msg string }

@@ -2,6 +2,7 @@ package ledgerq
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	"decisiongateway/shared/abi"
@@ -91,9 +92,15 @@ func ReserveDecision(l platform.Ledger, r *Reserve) (Reservation, error) {
 	if r.IdemKey != "" {
 		fingerprint = str(r.Fingerprint)
 	}
+	// The record is kept at least as long as its attempt may run: one whose
+	// retention ended while it was still pending would be taken over by a
+	// second request under the same key, which would call the upstream and
+	// charge again (spec §3.1: pending answers 409 request_in_progress).
+	// Past the lease the attempt is reconciled before any new claim.
+	retention := max(r.TTL, r.Lease)
 	reserve := x.Add(reservationSQL, nil,
 		str(r.RequestID), str(r.AccountID), keyHash, authScope, num(int64(r.AuthLimit)), num(w.Start), num(int64(r.RateLimit)),
-		nullable(r.IdemKey), fingerprint, num(now+int64(r.TTL/time.Second)), num(r.Cost), str(r.Source), str(r.Model),
+		nullable(r.IdemKey), fingerprint, num(now+int64(retention/time.Second)), num(r.Cost), str(r.Source), str(r.Model),
 		num(int64(r.Questions)), num(now+int64(r.Lease/time.Second)), num(now))
 	record := -1
 	if r.IdemKey != "" {
@@ -213,7 +220,20 @@ type Settle struct {
 	OutputTokens int64
 	// Retain is kept for replays of a successful attempt with a key.
 	Retain *Retained
-	Now    time.Time
+	// TTL is the idempotency retention from the record's creation, which
+	// settling a keyed attempt puts back where the reservation lengthened it
+	// to the attempt's lease (ReserveDecision); 0 leaves the reservation's.
+	TTL time.Duration
+	Now time.Time
+}
+
+// keep is the record's retention in seconds from its creation, as the
+// settlement leaves it: TTL, or with none the reservation's (MIN keeps it).
+func (s *Settle) keep() int64 {
+	if s.TTL <= 0 {
+		return math.MaxInt64 / 2
+	}
+	return int64(s.TTL / time.Second)
 }
 
 // SettleDecision charges or refunds a pending attempt and completes or
@@ -245,10 +265,10 @@ WHERE id = ? AND state = 'pending'`, nil, num(int64(s.Status)), tokens(s.InputTo
 		// the UPDATE just before, in the same transaction, which keeps the
 		// test inside the statement (on sqld a condition on the step would
 		// cost a guard statement).
-		x.Add(`UPDATE idempotency SET state = 'completed', status = ?, headers = ?, body = ?, mode = ?
+		x.Add(`UPDATE idempotency SET state = 'completed', status = ?, headers = ?, body = ?, mode = ?, expires_at = MIN(expires_at, created_at + ?)
 WHERE account_id = ? AND key = ? AND request_id = ? AND changes() > 0`, nil,
 			num(int64(s.Retain.Status)), str(EncodeHeaders(s.Retain.Headers)), abi.Bytes(s.Retain.Body), str(s.Retain.Mode),
-			str(s.AccountID), str(s.IdemKey), str(s.RequestID))
+			num(s.keep()), str(s.AccountID), str(s.IdemKey), str(s.RequestID))
 	} else {
 		mark = x.Add(`UPDATE requests SET state = 'failed', status = ?, error_code = ?, finished_at = ? WHERE id = ? AND state = 'pending'`,
 			nil, num(int64(s.Status)), str(s.ErrorCode), now, str(s.RequestID))
@@ -257,8 +277,8 @@ WHERE account_id = ? AND key = ? AND request_id = ? AND changes() > 0`, nil,
 			refunded, str(s.AccountID), num(s.Cost), str(s.RequestID), now)
 		x.Add(`UPDATE accounts SET balance = balance + ? WHERE id = ?`, refunded, num(s.Cost), str(s.AccountID))
 		if s.IdemKey != "" {
-			x.Add(`UPDATE idempotency SET state = 'failed' WHERE account_id = ? AND key = ? AND request_id = ?`,
-				refunded, str(s.AccountID), str(s.IdemKey), str(s.RequestID))
+			x.Add(`UPDATE idempotency SET state = 'failed', expires_at = MIN(expires_at, created_at + ?) WHERE account_id = ? AND key = ? AND request_id = ?`,
+				refunded, num(s.keep()), str(s.AccountID), str(s.IdemKey), str(s.RequestID))
 		}
 	}
 	res, err := x.Run(l)

@@ -313,7 +313,12 @@ class Stream {
       });
     } catch (e) {
       this.open = false;
-      throw new LedgerError(`ledger: unreachable: ${errorMessage(e)}`);
+      const err = new LedgerError(`ledger: unreachable: ${errorMessage(e)}`);
+      // A timeout or a connection lost on the way may have left the request
+      // run by the server; only a connection never made did not reach it.
+      const why = `${errorMessage(e)} ${e?.cause?.code ?? ""} ${e?.cause?.message ?? ""}`;
+      err.mayHaveRun = !/refused|ENOTFOUND|getaddrinfo|DNS|invalid url/i.test(why);
+      throw err;
     }
     const text = await resp.text();
     if (!resp.ok) {
@@ -432,7 +437,8 @@ export class Ledger {
   /**
    * exec runs a decoded Batch and returns a BatchResult ({error, steps}).
    * It never throws: every failure becomes BatchResult.error, with nothing
-   * committed.
+   * committed, except an error that begins "ledger: commit outcome
+   * unknown", whose batch was sent and not answered and may have committed.
    */
   async exec(batch) {
     if (batch.steps.length === 0) return { error: "", steps: [] };
@@ -485,7 +491,18 @@ export class Ledger {
    */
   async #runOne(p, shapes) {
     const stream = new Stream(this.base, this.token);
-    const [res] = await stream.pipeline([{ type: "batch", batch: { steps: p.steps } }, { type: "close" }]);
+    let res;
+    try {
+      [res] = await stream.pipeline([{ type: "batch", batch: { steps: p.steps } }, { type: "close" }]);
+    } catch (e) {
+      // A transaction (or a lone write) sent without an answer may have
+      // committed: its error says so, as the wazero host's does
+      // (shared/batch, OutcomeUnknown).
+      if (e instanceof LedgerError && e.mayHaveRun && (p.begin >= 0 || !shapes[0].readOnly)) {
+        throw new LedgerError(`ledger: commit outcome unknown: ${e.message}`);
+      }
+      throw e;
+    }
     stream.open = false;
     if (res?.type !== "ok") throw new LedgerError(`ledger: ${message(res?.error?.message ?? "request failed")}`);
     const result = res.response.result;
@@ -540,7 +557,14 @@ export class Ledger {
         if (last) stmts.push(stmt("COMMIT"));
         // The final round also closes the stream, so a batch with no
         // conditions on earlier results is one HTTP round trip in all.
-        const res = await stream.round(stmts, last);
+        let res;
+        try {
+          res = await stream.round(stmts, last);
+        } catch (e) {
+          // The round with COMMIT sent and not answered may have committed.
+          if (last && e instanceof LedgerError && e.mayHaveRun) throw new LedgerError(`ledger: commit outcome unknown: ${e.message}`);
+          throw e;
+        }
         const failed = stepError(res);
         if (failed) throw roundError(failed, { first, last, round, count: stmts.length });
         let r = first ? 1 : 0;

@@ -1,0 +1,88 @@
+package decide_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/testkit/sqldtest"
+)
+
+// loseAnswer is a proxy in front of sqld that refuses WebSocket upgrades
+// (so the host speaks Hrana over HTTP) and, once armed, forwards the next
+// request that reserves a decision and drops the connection instead of
+// returning sqld's answer: the reservation committed, the host never
+// learns it.
+func loseAnswer(t *testing.T, target string) (string, *atomic.Bool) {
+	var armed atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "" {
+			http.Error(w, "no WebSocket here", http.StatusBadRequest)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		out, _ := http.NewRequest(r.Method, target+r.URL.RequestURI(), bytes.NewReader(body))
+		out.Header = r.Header.Clone()
+		resp, err := http.DefaultTransport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if bytes.Contains(body, []byte("decision_reservations")) && armed.CompareAndSwap(true, false) {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return
+		}
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		w.Write(answer)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, &armed
+}
+
+// A reservation whose answer is lost after sqld committed it may have
+// charged: the decision says so (503 request_reconciliation_pending, no
+// X-Service-Credits), not "nothing was charged", and calls no upstream.
+// Once its lease has ended the attempt is reconciled: refunded, its key
+// failed, the balance the sum of its entries.
+func TestReservationWithALostAnswerIsReconciledNotCalledFree(t *testing.T) {
+	url, armed := loseAnswer(t, sqldtest.Start(t))
+	g := startGateway(t, url, nil)
+	acct, key := g.NewAccount(randomEmail(), 10)
+	armed.Store(true)
+	r := g.post(key, simpleRequest, "Idempotency-Key", "lost-answer")
+	if r.Status != 503 || r.code() != "request_reconciliation_pending" {
+		t.Fatalf("a reservation whose answer was lost: %d %q %s", r.Status, r.code(), r.Body)
+	}
+	if _, present := r.Header["X-Service-Credits"]; present {
+		t.Fatalf("X-Service-Credits %q: the charge is not known", r.Header.Get("X-Service-Credits"))
+	}
+	if n := len(g.vendor.Seen()); n != 0 {
+		t.Fatalf("upstream called %d times", n)
+	}
+	rows := g.exec(`SELECT state FROM requests WHERE account_id = ?`, abi.String(acct))
+	if len(rows) != 1 || rows[0][0].AsString() != "pending" || g.Balance(acct) != 9 {
+		t.Fatalf("the committed reservation: %v, balance %d", rows, g.Balance(acct))
+	}
+	// Its lease ends (as it would 65 s later): the next decision reconciles it.
+	g.exec(`UPDATE requests SET lease_until = 0 WHERE account_id = ?`, abi.String(acct))
+	if next := g.post(key, simpleRequest); next.Status != 503 || next.code() != "request_reconciliation_pending" {
+		t.Fatalf("next: %d %q", next.Status, next.code())
+	}
+	if again := g.post(key, simpleRequest, "Idempotency-Key", "lost-answer"); again.code() != "idempotency_failed" {
+		t.Fatalf("the key after reconciliation: %d %q", again.Status, again.code())
+	}
+	if g.Balance(acct) != 10 {
+		t.Errorf("balance %d after the refund, want 10", g.Balance(acct))
+	}
+	g.CheckInvariant()
+}
