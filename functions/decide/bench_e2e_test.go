@@ -31,7 +31,7 @@ func BenchmarkDecisionPath(b *testing.B) {
 
 func benchmarkDecisionPath(b *testing.B, ledger string) {
 	g := startGateway(b, ledger, map[string]string{"SERVICE_RATE_LIMIT": "100000000", "SERVICE_AUTH_RATE_LIMIT": "100000000"})
-	_, key := g.NewAccount(randomEmail(), 1<<40)
+	_, key := g.NewAccount(randomEmail(), 1_000_000_000)
 	// The upstream answers a precomputed valid decision at once.
 	var canned bytes.Buffer
 	answerValid(headerSink{&canned}, []byte(simpleRequest))

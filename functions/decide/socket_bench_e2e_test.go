@@ -57,7 +57,7 @@ func BenchmarkSocketBuild(b *testing.B) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write(canned.Bytes())
 		})
-		_, keys[i] = hosts[i].NewAccount(randomEmail(), 1<<40)
+		_, keys[i] = hosts[i].NewAccount(randomEmail(), 1_000_000_000)
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 	send := func(i int) time.Duration { return timedDecision(b, client, hosts[i].URL+"/v1/service", keys[i]) }

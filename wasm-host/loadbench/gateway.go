@@ -16,7 +16,7 @@ import (
 // wrong, not the gateway slow.
 const (
 	rateLimit   = "1000000000"
-	credits     = 1 << 40
+	credits     = 1_000_000_000_000 // accounts.MaxGrant: more than any run spends
 	operatorKey = "loadbench-operator-key"
 )
 
