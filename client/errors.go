@@ -96,14 +96,16 @@ const (
 const codeIdemFailed = "idempotency_failed"
 
 // settles reports whether a final answer under a key tells that key's
-// outcome: completed with another request (idempotency_conflict), never
-// charged (insufficient_credits leaves the key unused), or run and refunded
-// (an upstream's refusal with X-Service-Credits: 0). Other refusals
-// (authentication, limits, a request the gateway cannot read) answer before
-// the key is looked at and tell nothing about it.
+// outcome: never charged (insufficient_credits leaves the key unused), or
+// run and refunded (an upstream's refusal with X-Service-Credits: 0). Other
+// refusals (authentication, limits, a request the gateway cannot read)
+// answer before the key is looked at and tell nothing about it, and
+// idempotency_conflict says the key completed, charged, with another
+// request: Recover was given the wrong one, and the outcome of the right
+// one is still to learn.
 func settles(e *Error) bool {
 	switch {
-	case e.Code == "idempotency_conflict", e.Code == "insufficient_credits":
+	case e.Code == "insufficient_credits":
 		return true
 	case e.Source == "upstream" && e.Credits != nil && *e.Credits == 0:
 		return true

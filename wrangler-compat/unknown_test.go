@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -41,6 +42,13 @@ func TestLedgerJSReportsACommitWithoutAnswerAsUnknown(t *testing.T) {
 			conn.Close()
 			return
 		}
+		if bytes.Contains(body, []byte("cut")) { // the answer begins, then the connection goes
+			w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+			w.WriteHeader(resp.StatusCode)
+			w.Write(answer[:len(answer)/2])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		}
 		for k, v := range resp.Header {
 			w.Header()[k] = v
 		}
@@ -58,7 +66,11 @@ func TestLedgerJSReportsACommitWithoutAnswerAsUnknown(t *testing.T) {
 	if n := count(t, sqld, "kv"); n != 2 {
 		t.Fatalf("%d rows: the transaction did commit", n)
 	}
-	r = one(t, "http://"+testenv.FreeAddr(t), abi.Statement{SQL: "INSERT INTO kv VALUES ('never', 3)"})
+	r = one(t, proxy.URL, abi.Statement{SQL: "INSERT INTO kv VALUES ('cut', 3)"}, abi.Statement{SQL: "INSERT INTO kv VALUES ('cut-too', 4)"})
+	if !strings.HasPrefix(r.Err, "ledger: commit outcome unknown") {
+		t.Fatalf("a transaction whose answer was cut short: %q", r.Err)
+	}
+	r = one(t, "http://"+testenv.FreeAddr(t), abi.Statement{SQL: "INSERT INTO kv VALUES ('never', 5)"})
 	if r.Err == "" || strings.Contains(r.Err, "outcome unknown") {
 		t.Fatalf("a ledger that cannot be reached: %q", r.Err)
 	}

@@ -298,6 +298,9 @@ func TestPricedLenCountsNumbersAtTheirShortest(t *testing.T) {
 		// 100000000000000000000 is priced as 1e20, whitespace not at all.
 		{`{ "model" : "m", "state" : [100000000000000000000], "questions":{"q":{"type":"noul"}}}`, len(`{"model":"m","questions":{"q":{"type":"noul"}},"state":[1e20]}`)},
 		{`{"model":"m","state":[1e-6,-0.0,1.5e+300],"questions":{"q":{"type":"noul"}}}`, len(`{"model":"m","questions":{"q":{"type":"noul"}},"state":[1e-6,0,15e299]}`)},
+		// An exponent too long for shortestLen is counted as the client
+		// wrote it, not as the canonical 1.2e-1999999999999999.
+		{`{"model":"m","state":[12e-2000000000000000],"questions":{"q":{"type":"noul"}}}`, len(`{"model":"m","questions":{"q":{"type":"noul"}},"state":[12e-2000000000000000]}`)},
 	} {
 		form, err := e.Append(nil, []byte(c.body), "m")
 		if err != nil {

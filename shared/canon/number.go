@@ -132,7 +132,9 @@ func appendNumber(dst []byte, num string) (_ []byte, short int, ok bool) {
 	if small {
 		short = shortestLen(neg, int64(k), int64(n)-int64(k))
 	}
-	return dst, short, true
+	// The client's own spelling is one too: with an exponent too long for
+	// shortestLen the canonical text may be a byte longer (a '+').
+	return dst, min(short, len(num)), true
 }
 
 // shortestLen is the length of the shortest JSON spelling of ±D × 10^x,

@@ -97,7 +97,7 @@ func ReserveDecision(l platform.Ledger, r *Reserve) (Reservation, error) {
 	// second request under the same key, which would call the upstream and
 	// charge again (spec §3.1: pending answers 409 request_in_progress).
 	// Past the lease the attempt is reconciled before any new claim.
-	retention := max(r.TTL, r.Lease)
+	retention := max(r.TTL, r.Lease+time.Second) // a key is taken over when expires_at <= now; a stale attempt is one with lease_until < now
 	reserve := x.Add(reservationSQL, nil,
 		str(r.RequestID), str(r.AccountID), keyHash, authScope, num(int64(r.AuthLimit)), num(w.Start), num(int64(r.RateLimit)),
 		nullable(r.IdemKey), fingerprint, num(now+int64(retention/time.Second)), num(r.Cost), str(r.Source), str(r.Model),

@@ -1,6 +1,7 @@
 package canary_test
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -248,5 +249,30 @@ func TestPercentsAreBasisPoints(t *testing.T) {
 		if _, ok := canary.ParsePercent(bad); ok {
 			t.Errorf("ParsePercent(%q) accepted", bad)
 		}
+	}
+}
+
+// A release made before modules named their function (a module without the
+// gateway.function section) is still served by a host after the upgrade;
+// one that names another function is not.
+func TestUnnamedReleasedModuleIsServedAnotherFunctionsIsNot(t *testing.T) {
+	h := startHost(t)
+	section := []byte("\x00\x17\x10gateway.functionconfig")
+	at := bytes.LastIndex(h.v2, section)
+	if at < 0 {
+		t.Fatal("canaryv2.wasm names no function: build it with make build")
+	}
+	unnamed := append([]byte(nil), h.v2[:at]...)
+	h.v2 = unnamed
+	v := h.canary(t, 10000, wideOpen)
+	if r := h.get(t, "/x"); r.status != 200 || r.body != "v2" || r.version != v.Label() {
+		t.Fatalf("an unnamed release at 100%%: %d %q from %q, want v2 from %s", r.status, r.body, r.version, v.Label())
+	}
+	h.v2 = append(append([]byte(nil), unnamed...), []byte("\x00\x17\x10gateway.functiondecide")...)
+	if _, err := h.store.Canary(context.Background(), function, h.v2, canary.Rollout{Steps: []canary.Step{{Share: 10000}}, Policy: wideOpen}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.table.Sync(context.Background()); err == nil {
+		t.Fatal("a release of the decide function's module as config was applied")
 	}
 }

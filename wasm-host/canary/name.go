@@ -56,3 +56,14 @@ func CheckFunction(function string, wasm []byte) error {
 	}
 	return nil
 }
+
+// CheckNotAnother refuses wasm only when it names another function. A host
+// loading a release uses it: a module released before modules named their
+// function (no section) keeps being served across the upgrade, and only a
+// new release must name its own (CheckFunction, release canary).
+func CheckNotAnother(function string, wasm []byte) error {
+	if declared, ok := DeclaredFunction(wasm); ok && declared != function {
+		return fmt.Errorf("the module is the %q function, not %q", declared, function)
+	}
+	return nil
+}

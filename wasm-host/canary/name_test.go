@@ -49,4 +49,12 @@ func TestDeclaredFunctionReadsTheNameSection(t *testing.T) {
 	if err := CheckFunction("decide", module(typeSection)); err == nil || !strings.Contains(err.Error(), "does not say which function") {
 		t.Errorf("an unnamed module: %v", err)
 	}
+	// A host loading a release refuses another function's module only: one
+	// released before modules were named is served across the upgrade.
+	if err := CheckNotAnother("decide", module(typeSection)); err != nil {
+		t.Errorf("an unnamed module, loaded by a host: %v", err)
+	}
+	if err := CheckNotAnother("decide", named); err == nil {
+		t.Error("another function's module, loaded by a host: accepted")
+	}
 }

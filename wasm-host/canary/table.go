@@ -177,8 +177,9 @@ func (t *Table) variant(ctx context.Context, fn, sha string) (*variant, error) {
 		return nil, err
 	}
 	// `release canary` refused another function's module; a ledger
-	// written some other way is checked again here.
-	if err := CheckFunction(fn, wasm); err != nil {
+	// written some other way is checked again here. A module without a
+	// name, released before modules had one, is served as it was.
+	if err := CheckNotAnother(fn, wasm); err != nil {
 		return nil, fmt.Errorf("%s: %w", ver.Label(), err)
 	}
 	m, err := t.opts.Engine.Compile(ctx, fn, wasm)

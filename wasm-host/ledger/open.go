@@ -398,16 +398,25 @@ func remoteConnector(url, authToken string) (driver.Connector, error) {
 }
 
 // Redact is a ledger URL as logs and messages may show it: without its
-// query (a token put there against advice) and with the password of its
-// user information, if any, replaced (user:xxxxx@).
+// query (a token put there against advice) and without its user
+// information (user:password@, shown as …@: a token may be either part;
+// everything before the last @ ahead of the path, so a password holding a
+// character the URL syntax reserves is hidden whole too).
 func Redact(url string) string {
-	base, _, _ := strings.Cut(url, "?")
-	if u, err := neturl.Parse(base); err == nil && u.User != nil {
-		return u.Redacted()
+	scheme, rest, ok := strings.Cut(url, "://")
+	if !ok { // file:path
+		base, _, _ := strings.Cut(url, "?")
+		return base
 	}
-	if at := strings.LastIndexByte(base, '@'); at >= 0 && strings.Contains(base, "://") {
-		// Not a URL Go parses, yet it holds user information: drop it.
-		return base[:strings.Index(base, "://")+3] + "…@" + base[at+1:]
+	authority := len(rest)
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		authority = i
 	}
-	return base
+	user := ""
+	if at := strings.LastIndexByte(rest[:authority], '@'); at >= 0 {
+		rest, user = rest[at+1:], "…@"
+	}
+	rest, _, _ = strings.Cut(rest, "?")
+	rest, _, _ = strings.Cut(rest, "#")
+	return scheme + "://" + user + rest
 }

@@ -86,9 +86,11 @@ func TestCreatedLedgerFileIsPrivate(t *testing.T) {
 // LIBSQL_AUTH_TOKEN, with no part of it in the message.
 func TestLedgerURLsAreShownWithoutSecrets(t *testing.T) {
 	for in, want := range map[string]string{
-		"http://op:pw123@127.0.0.1:8080":       "http://op:xxxxx@127.0.0.1:8080",
+		"http://op:pw123@127.0.0.1:8080":       "http://…@127.0.0.1:8080",
+		"http://tok3n@127.0.0.1:8080":          "http://…@127.0.0.1:8080",
+		"http://op:p?w@127.0.0.1:8080/x?tls=0": "http://…@127.0.0.1:8080/x",
 		"libsql://db.example?authToken=sekrit": "libsql://db.example",
-		"http://op:pw123@127.0.0.1:1/?tls=0":   "http://op:xxxxx@127.0.0.1:1/",
+		"http://op:pw123@127.0.0.1:1/?tls=0":   "http://…@127.0.0.1:1/",
 		"file:.data/ledger.db":                 "file:.data/ledger.db",
 		"http://op:p%zz@host":                  "http://…@host",
 	} {

@@ -14,9 +14,10 @@ import (
 // ErrUnavailable means the function's module could not be loaded.
 var ErrUnavailable = errors.New("runtime: function module could not be loaded")
 
-// ErrOverloaded means no instance became free in time: before the
-// request's deadline, or for a new request within the queue timeout
-// (Options.QueueTimeout). Nothing of the request has run.
+// ErrOverloaded means no instance became free in time for a request's first
+// call: before the request's deadline, or within the queue timeout
+// (Options.QueueTimeout). Nothing of the request has run. A continuing call
+// that finds none fails with context.DeadlineExceeded instead.
 var ErrOverloaded = errors.New("runtime: overloaded")
 
 var (
@@ -305,6 +306,14 @@ func (f *Function) run(ctx context.Context, req *abi.Request, admit bool) (abi.R
 		t.queue.Add(int64(time.Since(queued)))
 	}
 	if err != nil {
+		if !admit && errors.Is(err, ErrOverloaded) {
+			// A continuing call (after its reservation and upstream call)
+			// that found no instance before its deadline: something of the
+			// request did run, so it is no "nothing ran" overload but a
+			// request out of time, as the host answers it (504, the charge
+			// unknown until it is reconciled).
+			return abi.Response{}, fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
+		}
 		return abi.Response{}, err
 	}
 	n := f.inUse.Add(1)

@@ -116,3 +116,27 @@ func TestResumedCallIsNotRefused(t *testing.T) {
 	}
 	<-busy
 }
+
+// A resumed call that finds no instance before its request's deadline is
+// out of time, not "overloaded": its first call ran (and a decision's
+// reserved and called its upstream), so the host must not answer it as a
+// refusal that ran nothing.
+func TestResumedCallWithoutAnInstanceBeforeItsDeadlineIsOutOfTime(t *testing.T) {
+	f, fs := newQueuedFunction(t, 50*time.Millisecond)
+	entered, release := holdFetch(fs)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	failed := make(chan error, 1)
+	go func() {
+		_, err := f.Handle(ctx, &abi.Request{Path: "/await", Body: []byte("x")})
+		failed <- err
+	}()
+	<-entered
+	busy := occupy(t, f, 2*time.Second, 1) // holds the only slot past the deadline
+	close(release)
+	err := <-failed
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrOverloaded) {
+		t.Fatalf("the resumed call without an instance: %v, want a deadline, not ErrOverloaded", err)
+	}
+	<-busy
+}

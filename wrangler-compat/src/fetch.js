@@ -131,7 +131,7 @@ export async function hostFetch(r, env) {
  * case. As wasm-host/egress checks it.
  */
 export function echoes(secret, body, headers) {
-  const forms = [...new Set([secret, secret.replaceAll("/", "\\/"), encodeURIComponent(secret), queryEscape(secret)])].map((f) => f.toLowerCase());
+  const forms = [...new Set([secret, secret.replaceAll("/", "\\/"), encodeURIComponent(secret), queryEscape(secret), pathEscape(secret)])].map((f) => f.toLowerCase());
   let text = body && body.length > 0 ? lenient.decode(body) : "";
   const lower = text.toLowerCase();
   for (const form of forms) {
@@ -160,6 +160,14 @@ function unescapeJSON(text) {
   return text.replace(/\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))/g, (_, hex, c) =>
     hex ? String.fromCharCode(parseInt(hex, 16)) : SHORT_ESCAPES[c],
   );
+}
+
+/**
+ * pathEscape is Go's url.PathEscape: encodeURIComponent, but $ & + : = @
+ * kept as they are.
+ */
+function pathEscape(s) {
+  return encodeURIComponent(s).replace(/%(24|26|2B|3A|3D|40)/g, (m) => decodeURIComponent(m));
 }
 
 /** queryEscape is Go's url.QueryEscape: encodeURIComponent with + for space. */

@@ -122,7 +122,13 @@ export function functionWorker({ name, module, version, sha256, routes }) {
           } finally {
             timing.fnMs += Date.now() - start;
           }
-        }, Math.max(1, deadline - Date.now()), awaits === 0 ? { queueMs } : { continuing: true });
+        }, Math.max(1, deadline - Date.now()), awaits === 0 ? { queueMs } : { continuing: true }).catch((e) => {
+          // A continuing call without an instance before the deadline is out
+          // of time, not a refusal that ran nothing: its first call ran (a
+          // decision reserved and called its upstream), as on the wazero
+          // host (runtime.Function.run).
+          throw awaits > 0 && e instanceof Overloaded ? new DeadlineExceeded(name, timeoutMs) : e;
+        });
         if (!answer.await) {
           answer.headers.push(["x-function-version", version]);
           return answer;

@@ -320,16 +320,36 @@ class Stream {
       err.mayHaveRun = !/refused|ENOTFOUND|getaddrinfo|DNS|invalid url/i.test(why);
       throw err;
     }
-    const text = await resp.text();
+    // From here the server has the request: an answer cut short, unreadable,
+    // or a proxy's 502/504 leaves what it did unknown.
+    const lost = (why) => {
+      this.open = false;
+      const err = new LedgerError(`ledger: answer lost: ${why}`);
+      err.mayHaveRun = true;
+      return err;
+    };
+    let text;
+    try {
+      text = await resp.text();
+    } catch (e) {
+      throw lost(errorMessage(e));
+    }
     if (!resp.ok) {
       this.open = false;
       let msg = text;
       try {
         msg = JSON.parse(text).message ?? text;
       } catch {}
-      throw new LedgerError(`ledger: HTTP ${resp.status}: ${message(msg).slice(0, 300)}`);
+      const err = new LedgerError(`ledger: HTTP ${resp.status}: ${message(msg).slice(0, 300)}`);
+      err.mayHaveRun = resp.status === 502 || resp.status === 504;
+      throw err;
     }
-    const body = JSON.parse(text);
+    let body;
+    try {
+      body = JSON.parse(text);
+    } catch (e) {
+      throw lost(`not JSON: ${errorMessage(e)}`);
+    }
     this.baton = body.baton ?? null;
     // The server may direct the rest of the stream elsewhere.
     if (body.base_url) this.url = `${body.base_url.replace(/\/+$/, "")}/v2/pipeline`;

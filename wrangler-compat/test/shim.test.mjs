@@ -207,6 +207,9 @@ test("fetch drops an answer that echoes the credential it was sent", async () =>
       case "JSON-escaped":
         res.end(`{"k":"${key.replaceAll("/", "\\/")}"}`);
         break;
+      case "path-escaped":
+        res.end(`{"k":"${key.replaceAll("/", "%2F")}"}`); // Go's url.PathEscape of it
+        break;
       case "upper case":
         res.setHeader("x-vendor-request-id", auth.toUpperCase());
         res.end("{}");
@@ -228,7 +231,7 @@ test("fetch drops an answer that echoes the credential it was sent", async () =>
   });
   try {
     const env = { UPSTREAM_URL: `${up.url}/v1`, UPSTREAM_API_KEY: key };
-    for (mode of ["success body", "error body", "header", "redirect", "JSON-escaped", "upper case", "JSON \\u-escaped", "JSON-escaped twice"]) {
+    for (mode of ["success body", "error body", "header", "redirect", "JSON-escaped", "path-escaped", "upper case", "JSON \\u-escaped", "JSON-escaped twice"]) {
       const r = await hostFetch(fetchReq(`${up.url}/v1/service`, { method: "POST", credential: "upstream" }), env);
       assert.deepEqual([r.status, r.errKind, r.headers, r.body], [0, "credential_leak", [], null], mode);
       assert.ok(!r.errMsg.includes(key), mode);

@@ -415,9 +415,9 @@ func (w *usageWriter) flush() error {
 // a sign-in link: dgk_, dgs_, dgl_) where an id or an address belongs,
 // without repeating it: messages and shell histories are no place for it.
 func notASecret(arg string) error {
-	for _, prefix := range []string{keys.APIKey, keys.Session, keys.SignIn} {
-		if strings.HasPrefix(arg, prefix) {
-			return wrong("that argument is a secret (%s…), not an id or an e-mail address: name a key by its id (key_…; `gateway admin account EMAIL` lists them)", prefix)
+	for _, kind := range []string{keys.APIKey, keys.Session, keys.SignIn} {
+		if _, ok := keys.Parse(kind, arg); ok { // checksummed: an address that merely starts so passes
+			return wrong("that argument is a secret (%s…), not an id or an e-mail address: name a key by its id (key_…; `gateway admin account EMAIL` lists them)", kind)
 		}
 	}
 	return nil
