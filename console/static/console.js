@@ -83,19 +83,27 @@ function cell(row, text, cls) {
 
 // ---- sign-in ----------------------------------------------------------
 
-// A sign-in mail links to /#signin=<token>. Opening it spends nothing (a
-// mail scanner that fetches or renders the link cannot use it up); this
-// page spends it with POST /auth/verify under its own Origin. At once when
-// this browser asked for a link in the link's lifetime (ASKED, set below),
-// else only after the person confirms: a page elsewhere that sends a
-// browser to someone else's link cannot sign it in unnoticed.
+// A sign-in mail links to /#signin=<token>&n=<nonce>. Opening it spends
+// nothing (a mail scanner that fetches or renders the link cannot use it
+// up); this page spends it with POST /auth/verify under its own Origin. At
+// once when the link carries the nonce this browser sent when it asked, in
+// the link's lifetime (ASKED, set below), else only after the person
+// confirms: a page elsewhere that sends a browser to someone else's link
+// cannot sign it in unnoticed, even while a request of its own is fresh.
 const ASKED = 'dg-signin-asked';
 const LINK_LIFE_MS = 15 * 60 * 1000;
 
-function askedHere() {
+function askedHere(nonce) {
   try {
-    return Date.now() - Number(localStorage.getItem(ASKED) || 0) < LINK_LIFE_MS;
+    const asked = JSON.parse(localStorage.getItem(ASKED) || '{}');
+    return !!nonce && asked.nonce === nonce && Date.now() - asked.at < LINK_LIFE_MS;
   } catch { return false; } // storage refused: ask instead
+}
+
+// newNonce is 128 random bits in hex, what the console sends with a
+// request for a link and finds again in the link.
+function newNonce() {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 async function boot() {
@@ -117,10 +125,10 @@ async function boot() {
 // changes, so the page is not loaded again). The token leaves the address
 // bar and the history at once.
 function takeLink() {
-  const token = (/^#signin=([a-z0-9_]{1,200})$/.exec(location.hash) || [])[1];
+  const [, token, nonce] = /^#signin=([a-z0-9_]{1,200})(?:&n=([a-z0-9]{16,64}))?$/.exec(location.hash) || [];
   if (location.hash) history.replaceState(null, '', location.pathname);
   if (!token) return false;
-  if (askedHere()) {
+  if (askedHere(nonce)) {
     spendLink(token);
     return true;
   }
@@ -180,9 +188,10 @@ $('signin-form').addEventListener('submit', async (ev) => {
   const button = ev.submitter || $('signin-form').querySelector('button');
   button.disabled = true;
   try {
-    const r = await call('POST', '/auth/signin', JSON.stringify({ email }));
+    const nonce = newNonce();
+    const r = await call('POST', '/auth/signin', JSON.stringify({ email, nonce }));
     if (r.resp.status === 202) {
-      try { localStorage.setItem(ASKED, String(Date.now())); } catch { /* the link will ask to confirm */ }
+      try { localStorage.setItem(ASKED, JSON.stringify({ nonce, at: Date.now() })); } catch { /* the link will ask to confirm */ }
       signinError('');
       $('signin-sent').hidden = false;
       $('signin-dev').hidden = !(r.data && r.data.devOutbox);

@@ -332,9 +332,13 @@ async function main() {
   assert.equal((await after.json()).signedIn, false, 'the old cookie is dead server-side');
   await check('11-signed-out');
 
-  step('a link this browser did not ask for asks first; fetching a link spends nothing');
-  // Asked for from elsewhere (not this browser), as an attacker would ask
-  // for their own link to send someone to.
+  step('a link this browser did not ask for asks first, even while its own request is fresh; fetching a link spends nothing');
+  // This browser asks for a link of its own (its nonce is fresh)...
+  await emailField.fill('mine@example.com');
+  await page.getByRole('button', { name: 'Send sign-in link' }).click();
+  await page.getByText('Check your mail.').waitFor();
+  // ...and another link is asked for from elsewhere, as an attacker would
+  // ask for their own to send this browser to.
   const asked = await fetch(gw.origin + '/api/service/auth/signin', {
     method: 'POST', headers: { Origin: gw.origin, 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'elsewhere@example.com' }),
   });

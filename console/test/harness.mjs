@@ -105,7 +105,7 @@ export async function startGateway({ gatewayBin, root, tmp, vendorURL }) {
 export function outboxLink(dir) {
   const files = readdirSync(dir).sort();
   for (let i = files.length - 1; i >= 0; i--) {
-    const m = readFileSync(path.join(dir, files[i]), 'utf8').match(/https?:\/\/[^\s"<>]+\/#signin=[a-z0-9_]+/);
+    const m = readFileSync(path.join(dir, files[i]), 'utf8').match(/https?:\/\/[^\s"<>]+\/#signin=[a-z0-9_]+(&n=[a-z0-9]+)?/);
     if (m) return m[0];
   }
   throw new Error('no sign-in link in the outbox');

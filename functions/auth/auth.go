@@ -62,7 +62,8 @@ func signIn(env *platform.Env, req *abi.Request) abi.Response {
 		return gate.Failure(err)
 	}
 	to, _ := accounts.NormalizeEmail(email)
-	link := consoleLink(&s, token)
+	nonce, _ := gate.StringField(req.Body, "nonce")
+	link := consoleLink(&s, token, nonce)
 	if err := sendLink(env, mailURL, to, link); err != "" {
 		env.Warn("sign-in mail not sent", "reason", err)
 		return policy.Error(contract.MailFailed, "the sign-in mail could not be sent; try again later")
@@ -84,17 +85,39 @@ func signIn(env *platform.Env, req *abi.Request) abi.Response {
 // The mail's link is the console with the token in its fragment
 // (consoleLink), which no server, proxy log or Referer header sees. The
 // console, opened on it, spends the token with POST /api/service/auth/verify
-// under the exact Origin: at once when this browser asked for the link,
-// after the person confirms otherwise. So a mail scanner that fetches
+// under the exact Origin: at once when the link carries the nonce this
+// browser sent when it asked (consoleLink), after the person confirms
+// otherwise. So a mail scanner that fetches
 // (GET or HEAD) or even renders the link cannot use it up, and a page
 // elsewhere cannot sign its visitor in to the attacker's account (login
 // CSRF) without that person agreeing to sign in. Links of the earlier form
 // (GET /api/service/auth/verify?token=…) still work: openLink sends them to
 // the console the same way, spending nothing.
 
-// consoleLink is the link a sign-in mail carries.
-func consoleLink(s *settings.Settings, token string) string {
-	return strings.TrimSuffix(s.Origin, "/") + "/#signin=" + token
+// consoleLink is the link a sign-in mail carries. nonce is what the console
+// that asked for it sent ({"nonce":…}, 16 to 64 lower-case letters and
+// digits, kept by that browser): the link carries it back (&n=…), so the
+// console knows the link is the one this browser asked for, not one an
+// attacker asked for and sent the browser to while a request of its own
+// was fresh. Anything else is left out.
+func consoleLink(s *settings.Settings, token, nonce string) string {
+	link := strings.TrimSuffix(s.Origin, "/") + "/#signin=" + token
+	if validNonce(nonce) {
+		link += "&n=" + nonce
+	}
+	return link
+}
+
+func validNonce(n string) bool {
+	if len(n) < 16 || len(n) > 64 {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // openLink answers GET (and HEAD) of a link of the earlier form: a redirect
@@ -105,7 +128,7 @@ func openLink(env *platform.Env, req *abi.Request) abi.Response {
 	if _, ok := keys.Parse(keys.SignIn, token); !ok {
 		return redirect(strings.TrimSuffix(s.Origin, "/") + "/?signin=invalid")
 	}
-	return redirect(consoleLink(&s, token))
+	return redirect(consoleLink(&s, token, ""))
 }
 
 // verify spends the link's token (one UPDATE … RETURNING: a link works

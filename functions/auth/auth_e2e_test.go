@@ -136,6 +136,36 @@ func TestOpeningALinkSpendsNothing(t *testing.T) {
 	}
 }
 
+// The nonce a console sends with its request comes back in the link, so
+// that console can tell its own link from one it was sent to; a malformed
+// one is left out.
+func TestLinkCarriesTheConsolesNonce(t *testing.T) {
+	h := consoletest.Start(t, "", nil)
+	for nonce, want := range map[string]string{
+		"0123456789abcdef0123456789abcdef": "&n=0123456789abcdef0123456789abcdef",
+		"short":                            "",
+		"0123456789ABCDEF0123456789ABCDEF": "",
+		"":                                 "",
+	} {
+		body := `{"email":"nonce@example.com","nonce":"` + nonce + `"}`
+		if r := h.Do("POST", "/api/service/auth/signin", body, "Origin", origin, "Content-Type", "application/json"); r.Status != 202 {
+			t.Fatalf("sign-in with nonce %q: %s", nonce, r)
+		}
+		link := h.LastLink("nonce@example.com")
+		_, rest, _ := strings.Cut(link, "#signin=")
+		_, got, _ := strings.Cut(rest, "&")
+		if got != "" {
+			got = "&" + got
+		}
+		if got != want {
+			t.Errorf("nonce %q: the link ends %q, want %q (%s)", nonce, got, want, link)
+		}
+		if r := h.Link(link); r.Status != 200 {
+			t.Errorf("the link with nonce %q: %s", nonce, r)
+		}
+	}
+}
+
 func TestExpiredOrForgedLinkSignsNobodyIn(t *testing.T) {
 	h := consoletest.Start(t, "", nil)
 	expired := keys.New(keys.SignIn, keys.NewAccountID())

@@ -117,7 +117,7 @@ func (h *Host) Mails() []Mail {
 	return append([]Mail(nil), h.mails...)
 }
 
-var linkPattern = regexp.MustCompile(`https?://\S+/#signin=[a-z0-9_]+`)
+var linkPattern = regexp.MustCompile(`https?://\S+/#signin=[a-z0-9_]+(&n=[a-z0-9]+)?`)
 
 // LastLink returns the sign-in link of the newest mail to address.
 func (h *Host) LastLink(address string) string {
@@ -182,6 +182,7 @@ func (h *Host) Do(method, path, body string, headers ...string) Reply {
 func (h *Host) Link(link string) Reply {
 	h.t.Helper()
 	page, token, _ := strings.Cut(link, "#signin=")
+	token, _, _ = strings.Cut(token, "&") // the console's nonce, if any
 	// The console's page is the link's origin and "/": its Origin header.
 	return h.Do("POST", "/api/service/auth/verify", `{"token":"`+token+`"}`, "Origin", strings.TrimSuffix(page, "/"), "Content-Type", "application/json")
 }

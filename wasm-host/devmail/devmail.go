@@ -67,7 +67,7 @@ func Start(ctx context.Context, dir string, log *slog.Logger) (*Outbox, error) {
 func (o *Outbox) Close() error { return o.srv.Close() }
 
 // linkPattern finds the sign-in link in a message's text.
-var linkPattern = regexp.MustCompile(`https?://[^\s"<>]+/#signin=[a-z0-9_]+`)
+var linkPattern = regexp.MustCompile(`https?://[^\s"<>]+/#signin=[a-z0-9_]+(&n=[a-z0-9]+)?`)
 
 // ServeHTTP accepts POST /send with a Mail JSON body: 202 when stored,
 // 400 for a message without a recipient, subject or text.
