@@ -4,10 +4,6 @@ package wranglercompat_test
 
 import (
 	"bytes"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -24,40 +20,19 @@ func TestLedgerJSReportsACommitWithoutAnswerAsUnknown(t *testing.T) {
 	nodeBin(t)
 	sqld := sqldtest.Start(t)
 	mustOK(t, one(t, sqld, abi.Statement{SQL: "CREATE TABLE kv (k TEXT PRIMARY KEY, v)"}))
-	// Forwards everything; drops the connection instead of the answer of a
-	// request that writes 'lost'.
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		out, _ := http.NewRequest(r.Method, sqld+r.URL.RequestURI(), bytes.NewReader(body))
-		out.Header = r.Header.Clone()
-		resp, err := http.DefaultTransport.RoundTrip(out)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
+	// Drops the connection instead of the answer of a request that writes
+	// 'lost', cuts short the answer of one that writes 'cut'.
+	proxy := sqldtest.AnswerProxy(t, sqld, func(body []byte) sqldtest.Fate {
+		switch {
+		case bytes.Contains(body, []byte("lost")):
+			return sqldtest.Drop
+		case bytes.Contains(body, []byte("cut")):
+			return sqldtest.Cut
 		}
-		answer, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if bytes.Contains(body, []byte("lost")) {
-			conn, _, _ := w.(http.Hijacker).Hijack()
-			conn.Close()
-			return
-		}
-		if bytes.Contains(body, []byte("cut")) { // the answer begins, then the connection goes
-			w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
-			w.WriteHeader(resp.StatusCode)
-			w.Write(answer[:len(answer)/2])
-			w.(http.Flusher).Flush()
-			panic(http.ErrAbortHandler)
-		}
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		w.Write(answer)
-	}))
-	defer proxy.Close()
+		return sqldtest.Forward
+	})
 
-	r := one(t, proxy.URL,
+	r := one(t, proxy,
 		abi.Statement{SQL: "INSERT INTO kv VALUES ('lost', 1)"},
 		abi.Statement{SQL: "INSERT INTO kv VALUES ('lost-too', 2)"})
 	if !strings.HasPrefix(r.Err, "ledger: commit outcome unknown") {
@@ -66,7 +41,7 @@ func TestLedgerJSReportsACommitWithoutAnswerAsUnknown(t *testing.T) {
 	if n := count(t, sqld, "kv"); n != 2 {
 		t.Fatalf("%d rows: the transaction did commit", n)
 	}
-	r = one(t, proxy.URL, abi.Statement{SQL: "INSERT INTO kv VALUES ('cut', 3)"}, abi.Statement{SQL: "INSERT INTO kv VALUES ('cut-too', 4)"})
+	r = one(t, proxy, abi.Statement{SQL: "INSERT INTO kv VALUES ('cut', 3)"}, abi.Statement{SQL: "INSERT INTO kv VALUES ('cut-too', 4)"})
 	if !strings.HasPrefix(r.Err, "ledger: commit outcome unknown") {
 		t.Fatalf("a transaction whose answer was cut short: %q", r.Err)
 	}

@@ -159,11 +159,7 @@ func verify(env *platform.Env, req *abi.Request) abi.Response {
 	var w jsonw.Writer
 	w.Open('{')
 	w.FieldBool("signedIn", true)
-	w.Key("account")
-	w.Open('{')
-	w.FieldString("id", v.ID)
-	w.FieldString("email", email)
-	w.Close('}')
+	writeAccount(&w, v.ID, email)
 	w.FieldInt("welcome", v.Granted)
 	w.Close('}')
 	resp := policy.JSON(200, w.B)
@@ -204,15 +200,21 @@ func session(env *platform.Env, req *abi.Request) abi.Response {
 	}
 	w.FieldBool("signedIn", ok)
 	if ok {
-		w.Key("account")
-		w.Open('{')
-		w.FieldString("id", sess.AccountID)
-		w.FieldString("email", sess.Email)
-		w.Close('}')
+		writeAccount(&w, sess.AccountID, sess.Email)
 		w.FieldInt("expiresAt", sess.ExpiresAt)
 	}
 	w.Close('}')
 	return policy.JSON(200, w.B)
+}
+
+// writeAccount writes the signed-in account member of the session and
+// verify answers: "account":{"id","email"}.
+func writeAccount(w *jsonw.Writer, id, email string) {
+	w.Key("account")
+	w.Open('{')
+	w.FieldString("id", id)
+	w.FieldString("email", email)
+	w.Close('}')
 }
 
 func redirect(location string) abi.Response {

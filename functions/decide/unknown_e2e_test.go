@@ -2,9 +2,6 @@ package decide_test
 
 import (
 	"bytes"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
@@ -12,41 +9,18 @@ import (
 	"decisiongateway/testkit/sqldtest"
 )
 
-// loseAnswer is a proxy in front of sqld that refuses WebSocket upgrades
-// (so the host speaks Hrana over HTTP) and, once armed, forwards the next
-// request that reserves a decision and drops the connection instead of
-// returning sqld's answer: the reservation committed, the host never
-// learns it.
+// loseAnswer is a proxy in front of sqld that makes the host speak Hrana
+// over HTTP and, once armed, drops the connection instead of returning
+// sqld's answer to the next request that reserves a decision: the
+// reservation committed, the host never learns it.
 func loseAnswer(t *testing.T, target string) (string, *atomic.Bool) {
 	var armed atomic.Bool
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") != "" {
-			http.Error(w, "no WebSocket here", http.StatusBadRequest)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		out, _ := http.NewRequest(r.Method, target+r.URL.RequestURI(), bytes.NewReader(body))
-		out.Header = r.Header.Clone()
-		resp, err := http.DefaultTransport.RoundTrip(out)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		answer, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+	return sqldtest.AnswerProxy(t, target, func(body []byte) sqldtest.Fate {
 		if bytes.Contains(body, []byte("decision_reservations")) && armed.CompareAndSwap(true, false) {
-			conn, _, _ := w.(http.Hijacker).Hijack()
-			conn.Close()
-			return
+			return sqldtest.Drop
 		}
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		w.Write(answer)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, &armed
+		return sqldtest.Forward
+	}), &armed
 }
 
 // A reservation whose answer is lost after sqld committed it may have

@@ -12,13 +12,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
 	"decisiongateway/shared/keys"
 	"decisiongateway/testkit/hosttest"
+	"decisiongateway/wasm-host/devmail"
 )
 
 // Origin is the console origin the tests configure (SERVICE_ORIGIN). https,
@@ -117,15 +117,13 @@ func (h *Host) Mails() []Mail {
 	return append([]Mail(nil), h.mails...)
 }
 
-var linkPattern = regexp.MustCompile(`https?://\S+/#signin=[a-z0-9_]+(&n=[a-z0-9]+)?`)
-
 // LastLink returns the sign-in link of the newest mail to address.
 func (h *Host) LastLink(address string) string {
 	h.t.Helper()
 	ms := h.Mails()
 	for i := len(ms) - 1; i >= 0; i-- {
 		if ms[i].To == address {
-			if l := linkPattern.FindString(ms[i].Text); l != "" {
+			if l := devmail.LinkPattern.FindString(ms[i].Text); l != "" {
 				return l
 			}
 		}

@@ -7,8 +7,10 @@
 package sqldtest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -266,4 +268,61 @@ func CountingProxy(t testing.TB, target string, delay time.Duration) (string, *a
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL, &n
+}
+
+// Fate is what AnswerProxy does with the libSQL server's answer to one
+// request.
+type Fate int
+
+const (
+	// Forward passes the answer on.
+	Forward Fate = iota
+	// Drop closes the client's connection instead of answering: the server
+	// ran the request, the client never learns it.
+	Drop
+	// Cut sends the answer's headers and half its body, then closes the
+	// connection.
+	Cut
+)
+
+// AnswerProxy relays HTTP to the libSQL server at target, refusing
+// WebSocket upgrades (so a client speaks Hrana over HTTP), and lets fate
+// decide, from each request's body, what becomes of the server's answer.
+func AnswerProxy(t testing.TB, target string, fate func(body []byte) Fate) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "" {
+			http.Error(w, "no WebSocket here", http.StatusBadRequest)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		out, _ := http.NewRequest(r.Method, target+r.URL.RequestURI(), bytes.NewReader(body))
+		out.Header = r.Header.Clone()
+		resp, err := http.DefaultTransport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch fate(body) {
+		case Drop:
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return
+		case Cut:
+			w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+			w.WriteHeader(resp.StatusCode)
+			w.Write(answer[:len(answer)/2])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		}
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		w.Write(answer)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -47,14 +47,10 @@ func DeclaredFunction(wasm []byte) (string, bool) {
 // CheckFunction refuses wasm as a release of function unless the module
 // declares that it is function.
 func CheckFunction(function string, wasm []byte) error {
-	declared, ok := DeclaredFunction(wasm)
-	switch {
-	case !ok:
+	if _, ok := DeclaredFunction(wasm); !ok {
 		return errors.New("the module does not say which function it is (no " + NameSection + " section): release a module that `make build` made")
-	case declared != function:
-		return fmt.Errorf("the module is the %q function, not %q", declared, function)
 	}
-	return nil
+	return CheckNotAnother(function, wasm)
 }
 
 // CheckNotAnother refuses wasm only when it names another function. A host

@@ -66,8 +66,9 @@ func Start(ctx context.Context, dir string, log *slog.Logger) (*Outbox, error) {
 // Close stops the sink.
 func (o *Outbox) Close() error { return o.srv.Close() }
 
-// linkPattern finds the sign-in link in a message's text.
-var linkPattern = regexp.MustCompile(`https?://[^\s"<>]+/#signin=[a-z0-9_]+(&n=[a-z0-9]+)?`)
+// LinkPattern finds the sign-in link in a message's text (the console with
+// the token, and the asking console's nonce, in its fragment).
+var LinkPattern = regexp.MustCompile(`https?://[^\s"<>]+/#signin=[a-z0-9_]+(&n=[a-z0-9]+)?`)
 
 // ServeHTTP accepts POST /send with a Mail JSON body: 202 when stored,
 // 400 for a message without a recipient, subject or text.
@@ -93,7 +94,7 @@ func (o *Outbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// This is the development sink, the one place a sign-in link is
 	// logged: it is how a newcomer signs in without a mail server.
-	o.log.Info("dev outbox: mail stored", "to", m.To, "subject", m.Subject, "file", path, "link", linkPattern.FindString(m.Text))
+	o.log.Info("dev outbox: mail stored", "to", m.To, "subject", m.Subject, "file", path, "link", LinkPattern.FindString(m.Text))
 	w.WriteHeader(http.StatusAccepted)
 }
 
@@ -135,7 +136,7 @@ func Latest(dir, address string) (string, error) {
 		if address != "" && !strings.Contains(string(data), "\r\nTo: "+address+"\r\n") {
 			continue
 		}
-		if link := linkPattern.FindString(string(data)); link != "" {
+		if link := LinkPattern.FindString(string(data)); link != "" {
 			return link, nil
 		}
 	}

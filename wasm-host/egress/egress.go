@@ -23,12 +23,14 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/valyala/fasthttp"
 
@@ -62,6 +64,9 @@ type Client struct {
 type Credential struct {
 	Token  string
 	Origin string // scheme://host[:port], as Origin returns it
+	// forms are Token as an echo of it may spell it (echoForms), made once
+	// by New rather than for every answer.
+	forms []string
 }
 
 // Dial, when set before New, opens the client's connections: the socket
@@ -76,7 +81,14 @@ func New(allowed []string, credentials map[string]Credential) *Client {
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
-	c := &Client{Allowed: allowed, Credentials: credentials, dial: dial}
+	creds := make(map[string]Credential, len(credentials))
+	for name, cr := range credentials {
+		if cr.Token != "" {
+			cr.forms = echoForms(cr.Token)
+		}
+		creds[name] = cr
+	}
+	c := &Client{Allowed: allowed, Credentials: creds, dial: dial}
 	c.http = &fasthttp.Client{
 		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
 			if conn := c.warm.take(addr); conn != nil {
@@ -192,7 +204,7 @@ func (c *Client) Fetch(ctx context.Context, r *abi.FetchRequest) abi.FetchRespon
 		}
 		req.Header.Add(h.Name, h.Value)
 	}
-	var secret string
+	var secret []string // the credential's forms; secret[0] is the token
 	if r.Credential != "" {
 		cred, ok := c.Credentials[r.Credential]
 		if !ok || cred.Origin == "" || origin != cred.Origin {
@@ -200,7 +212,10 @@ func (c *Client) Fetch(ctx context.Context, r *abi.FetchRequest) abi.FetchRespon
 		}
 		if cred.Token != "" {
 			req.Header.Set("Authorization", "Bearer "+cred.Token)
-			secret = cred.Token
+			secret = cred.forms
+			if secret == nil { // a Credentials entry set after New
+				secret = echoForms(cred.Token)
+			}
 		}
 	}
 	req.Header.Set("Accept-Encoding", "gzip")
@@ -233,7 +248,7 @@ func (c *Client) Fetch(ctx context.Context, r *abi.FetchRequest) abi.FetchRespon
 		}
 		headers = append(headers, abi.Header{Name: lname, Value: string(value)})
 	}
-	if secret != "" && echoes(secret, body, headers) {
+	if secret != nil && echoes(secret, body, headers) {
 		// The upstream answered with the operator's own credential, in its
 		// body or a header: none of the answer may reach the guest, which
 		// could pass it to a caller or a log. Nothing of it is logged here
@@ -277,27 +292,34 @@ func tooLarge(maxBytes int) abi.FetchResponse {
 	return abi.FetchResponse{ErrKind: abi.FetchErrTooLarge, ErrMsg: fmt.Sprintf("response body over %d bytes", maxBytes)}
 }
 
-// echoes reports whether an answer contains secret: in its body or in any
-// header name or value, as sent or in the escaped forms an echo takes
-// (JSON's \/, percent-encoding), and in the body once its JSON escapes are
+// echoForms are the spellings of secret an echo of it takes: as sent, with
+// JSON's \/, percent-encoded; secret first.
+func echoForms(secret string) []string {
+	forms := []string{secret}
+	for _, f := range []string{strings.ReplaceAll(secret, "/", `\/`), url.QueryEscape(secret), url.PathEscape(secret)} {
+		if !slices.Contains(forms, f) {
+			forms = append(forms, f)
+		}
+	}
+	return forms
+}
+
+// echoes reports whether an answer contains a secret, given as its forms
+// (echoForms, the secret first): in its body or in any header name or
+// value, in any of the forms, and in the body once its JSON escapes are
 // decoded (\u002d, up to three levels of a string inside a string); in any
 // letter case (an upstream that upper-cases the Authorization it quotes
 // still gives the key away). So an upstream that reflects the request it
 // received cannot hand the operator's key to a guest, nor to a caller
 // whose JSON parser would decode it.
-func echoes(secret string, body []byte, headers abi.Headers) bool {
-	forms := []string{secret}
-	for _, f := range []string{strings.ReplaceAll(secret, "/", `\/`), url.QueryEscape(secret), url.PathEscape(secret)} {
-		if f != secret {
-			forms = append(forms, f)
-		}
-	}
+func echoes(forms []string, body []byte, headers abi.Headers) bool {
+	text := unsafe.String(unsafe.SliceData(body), len(body)) // read here only, while body lives
 	for _, f := range forms {
-		if containsFold(body, f) {
+		if containsFold(text, f) {
 			return true
 		}
 		for _, h := range headers {
-			if containsFold([]byte(h.Name), f) || containsFold([]byte(h.Value), f) {
+			if containsFold(h.Name, f) || containsFold(h.Value, f) {
 				return true
 			}
 		}
@@ -308,7 +330,7 @@ func echoes(secret string, body []byte, headers abi.Headers) bool {
 			break
 		}
 		decoded = unescapeJSON(decoded)
-		if containsFold(decoded, secret) {
+		if containsFold(string(decoded), forms[0]) {
 			return true
 		}
 	}
@@ -316,16 +338,15 @@ func echoes(secret string, body []byte, headers abi.Headers) bool {
 }
 
 // containsFold reports whether text holds needle in any letter case,
-// without copying text. It looks for an anchor with bytes.IndexByte (the
+// without copying text. It looks for an anchor with strings.IndexByte (the
 // first byte of needle that has no case, a digit or a sign; else needle's
-// first letter in either case) and compares with bytes.EqualFold there: an
-// answer's scan costs about what bytes.Contains costs.
-func containsFold(text []byte, needle string) bool {
+// first letter in either case) and compares with strings.EqualFold there:
+// an answer's scan costs about what strings.Contains costs.
+func containsFold(text, needle string) bool {
 	n := len(needle)
 	if n == 0 {
 		return true
 	}
-	want := []byte(needle)
 	k := 0
 	for k < n && isASCIILetter(needle[k]) {
 		k++
@@ -333,7 +354,7 @@ func containsFold(text []byte, needle string) bool {
 	if k == n { // letters only: the first, in each case
 		// next finds c at or after from, as an index into text (-1: none).
 		next := func(c byte, from int) int {
-			if i := bytes.IndexByte(text[from:], c); i >= 0 {
+			if i := strings.IndexByte(text[from:], c); i >= 0 {
 				return from + i
 			}
 			return -1
@@ -348,7 +369,7 @@ func containsFold(text []byte, needle string) bool {
 			if at+n > len(text) {
 				return false
 			}
-			if bytes.EqualFold(text[at:at+n], want) {
+			if strings.EqualFold(text[at:at+n], needle) {
 				return true
 			}
 			if at == i {
@@ -361,12 +382,12 @@ func containsFold(text []byte, needle string) bool {
 	}
 	anchor := needle[k]
 	for from := k; from < len(text); {
-		i := bytes.IndexByte(text[from:], anchor)
+		i := strings.IndexByte(text[from:], anchor)
 		if i < 0 {
 			return false
 		}
 		at := from + i - k
-		if at+n <= len(text) && bytes.EqualFold(text[at:at+n], want) {
+		if at+n <= len(text) && strings.EqualFold(text[at:at+n], needle) {
 			return true
 		}
 		from += i + 1

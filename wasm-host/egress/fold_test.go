@@ -30,7 +30,7 @@ func TestContainsFoldAgreesWithLowerCasing(t *testing.T) {
 				}
 			}
 			want := bytes.Contains(bytes.ToLower(text), []byte(strings.ToLower(needle)))
-			if got := containsFold(text, needle); got != want {
+			if got := containsFold(string(text), needle); got != want {
 				t.Fatalf("containsFold(%q, %q) = %v, want %v", text, needle, got, want)
 			}
 		}

@@ -122,15 +122,15 @@ func releaseArgs(args []string) (cmd string, pos []string, flags map[string]stri
 		return "", nil, nil, plan, wrong("release needs a subcommand")
 	}
 	cmd, pos = pos[0], pos[1:]
-	want, ok := releaseArity[cmd]
+	sub, ok := releaseSubcommands[cmd]
 	switch {
 	case !ok:
 		return "", nil, nil, plan, wrong("unknown release command %q", cmd)
-	case len(pos) < want[0] || len(pos) > want[1]:
-		return "", nil, nil, plan, wrong("release %s takes %s", cmd, releaseArgNames[cmd])
+	case len(pos) < sub.min || len(pos) > sub.max:
+		return "", nil, nil, plan, wrong("release %s takes %s", cmd, sub.args)
 	}
 	for name := range flags {
-		if !slices.Contains(releaseFlagsOf[cmd], name) {
+		if !slices.Contains(sub.flags, name) {
 			return "", nil, nil, plan, wrong("release %s takes no --%s", cmd, name)
 		}
 	}
@@ -147,20 +147,20 @@ func releaseArgs(args []string) (cmd string, pos []string, flags map[string]stri
 	return cmd, pos, flags, plan, nil
 }
 
-// releaseArity is each subcommand's least and most positional arguments.
-var releaseArity = map[string][2]int{
-	"status": {0, 1}, "canary": {3, 3}, "advance": {1, 1}, "promote": {1, 1}, "rollback": {1, 1}, "analyze": {0, 0},
-}
-
-var releaseArgNames = map[string]string{
-	"status": "at most a FUNCTION", "canary": "FUNCTION PATH.wasm STEPS", "advance": "a FUNCTION", "promote": "a FUNCTION",
-	"rollback": "a FUNCTION", "analyze": "no arguments",
-}
-
-// releaseFlagsOf is the flags each subcommand takes.
-var releaseFlagsOf = map[string][]string{
-	"canary":   {"max-error-rate", "min-samples", "max-latency-ratio", "pause", "force"},
-	"rollback": {"reason"},
+// releaseSubcommands is each subcommand's command line: the least and
+// most positional arguments, how its usage names them, and the flags it
+// takes.
+var releaseSubcommands = map[string]struct {
+	min, max int
+	args     string
+	flags    []string
+}{
+	"status":   {0, 1, "at most a FUNCTION", nil},
+	"canary":   {3, 3, "FUNCTION PATH.wasm STEPS", []string{"max-error-rate", "min-samples", "max-latency-ratio", "pause", "force"}},
+	"advance":  {1, 1, "a FUNCTION", nil},
+	"promote":  {1, 1, "a FUNCTION", nil},
+	"rollback": {1, 1, "a FUNCTION", []string{"reason"}},
+	"analyze":  {0, 0, "no arguments", nil},
 }
 
 // releaseFlags are the flags `gateway release` knows; true for those that
