@@ -28,6 +28,9 @@ const (
 	Origin Kind = "origin"
 	// CIDRs is a comma-separated list of CIDRs or single addresses.
 	CIDRs Kind = "cidrs"
+	// Model is a model name a request could send (spec §2.1, §8): 1 to 128
+	// characters, not blank, no control characters.
+	Model Kind = "model"
 )
 
 // Setting is one row of the settings table.
@@ -68,7 +71,7 @@ var Settings = []Setting{
 	{Name: "UPSTREAM_KIND", Kind: Enum, Values: []string{KindVendor, KindEdge, KindRouter}, Module: true, Doc: "the upstream's protocol; unset, no upstream"},
 	{Name: "UPSTREAM_URL", Kind: URL, Module: true, Doc: "the upstream's base URL"},
 	{Name: "UPSTREAM_API_KEY", Kind: Text, Secret: true, Doc: "the operator's upstream key"},
-	{Name: "SERVICE_DEFAULT_MODEL", Kind: Text, Module: true, Doc: "model used when a request names none (unset: model-latest, edge: vendor/model)"},
+	{Name: "SERVICE_DEFAULT_MODEL", Kind: Model, Module: true, Doc: "model used when a request names none (unset: model-latest, edge: vendor/model)"},
 	{Name: "SERVICE_RATE_LIMIT", Default: "120", Kind: Int, Min: 1, Module: true, Doc: "decision requests per account per minute"},
 	{Name: "SERVICE_MODELS_RATE_LIMIT", Default: "60", Kind: Int, Min: 1, Module: true, Doc: "GET /v1/models per account per minute"},
 	{Name: "SERVICE_AUTH_RATE_LIMIT", Default: "600", Kind: Int, Min: 1, Module: true, Doc: "API authentication attempts per hashed client address per minute"},
@@ -162,6 +165,8 @@ func RuleOf(s *Setting) string {
 		return "a browser origin"
 	case CIDRs:
 		return "CIDRs or addresses"
+	case Model:
+		return "a model name: 1 to 128 characters, not blank, no control characters"
 	}
 	return "any text"
 }

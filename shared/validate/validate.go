@@ -295,6 +295,10 @@ func validName(s string) bool {
 	return utf8.RuneCountInString(s) <= policy.MaxNameChars && !blank(s)
 }
 
+// ValidModel reports whether s is a model name a request may send (spec
+// §2.1, §8): the hosts check SERVICE_DEFAULT_MODEL by it.
+func ValidModel(s string) bool { return validModel(s) }
+
 // validModel: 1 to 128 characters, not blank, no C0 or C1 control
 // character and no DEL.
 func validModel(s string) bool {

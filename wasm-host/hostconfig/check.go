@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/contract"
+	"decisiongateway/shared/validate"
 )
 
 // Load reads every setting of contract.Settings through getenv, once, at
@@ -71,6 +72,13 @@ func Check(s *contract.Setting, v string) (string, error) {
 		return v, nil
 	case contract.Origin:
 		return v, checkOrigin(s.Name, v)
+	case contract.Model:
+		// The default is inserted into requests that name no model, so it
+		// must be a name the gateway accepts in a request.
+		if !validate.ValidModel(v) {
+			return bad()
+		}
+		return v, nil
 	case contract.CIDRs:
 		if _, err := ParseTrustedProxies(v); err != nil {
 			return "", fmt.Errorf("%s=%q: %w", s.Name, v, err)

@@ -139,6 +139,12 @@ func TestBadSettingIsRefusedByName(t *testing.T) {
 		{"UPSTREAM_URL", "ftp://vendor.example"},
 		{"MAIL_URL", "not a url"},
 		{"GATEWAY_DEV", "yes"},
+		// A default model the gateway would refuse in a request (spec
+		// §2.1, §8): blank, too long, a control character.
+		{"SERVICE_DEFAULT_MODEL", "   "},
+		{"SERVICE_DEFAULT_MODEL", strings.Repeat("m", 129)},
+		{"SERVICE_DEFAULT_MODEL", "model\nlatest"},
+		{"SERVICE_DEFAULT_MODEL", "model\u0085"},
 	} {
 		_, err := from(map[string]string{c.name: c.value})
 		if err == nil || !strings.HasPrefix(err.Error(), c.name+"=") {
@@ -147,6 +153,11 @@ func TestBadSettingIsRefusedByName(t *testing.T) {
 	}
 	if _, err := from(map[string]string{"SERVICE_WELCOME_CREDITS": "0"}); err != nil {
 		t.Errorf("SERVICE_WELCOME_CREDITS=0: %v", err)
+	}
+	for _, m := range []string{"model-2026-01-15", "vendor/model", " model ", strings.Repeat("é", 128)} {
+		if _, err := from(map[string]string{"SERVICE_DEFAULT_MODEL": m}); err != nil {
+			t.Errorf("SERVICE_DEFAULT_MODEL=%q: %v", m, err)
+		}
 	}
 }
 

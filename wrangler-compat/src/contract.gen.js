@@ -139,10 +139,10 @@ export const SETTINGS = Object.freeze([
   {
     "name": "SERVICE_DEFAULT_MODEL",
     "default": "",
-    "kind": "text",
+    "kind": "model",
     "module": true,
     "doc": "model used when a request names none (unset: model-latest, edge: vendor/model)",
-    "rule": "any text"
+    "rule": "a model name: 1 to 128 characters, not blank, no control characters"
   },
   {
     "name": "SERVICE_RATE_LIMIT",

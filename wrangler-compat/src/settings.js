@@ -26,7 +26,19 @@ const CHECKS = {
   flag: (v) => v === "0" || v === "1",
   url: (v) => httpURL(v),
   origin: (v) => httpURL(v) && new URL(v).origin === v,
+  model: (v) => modelName(v),
 };
+
+/**
+ * modelName mirrors shared/validate.ValidModel: 1 to 128 characters (code
+ * points), no C0 or C1 control character, not only white space (Go's
+ * unicode.IsSpace).
+ */
+function modelName(v) {
+  const n = [...v].length;
+  return n >= 1 && n <= 128 && !/[\u0000-\u001f\u007f-\u009f]/.test(v) &&
+    !/^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/.test(v);
+}
 
 /** canonical is an enum's value as the table spells it; any other value as given. */
 function canonical(v, s) {

@@ -56,10 +56,17 @@ test("settings are checked by the contract's rules and a bad one is named", () =
     ["SERVICE_ORIGIN", "https://gw.example/"],
     ["SERVICE_ORIGIN", "https://GW.example"],
     ["GATEWAY_DEV", "yes"],
+    ["SERVICE_DEFAULT_MODEL", "   "],
+    ["SERVICE_DEFAULT_MODEL", "m".repeat(129)],
+    ["SERVICE_DEFAULT_MODEL", "model\nlatest"],
+    ["SERVICE_DEFAULT_MODEL", "model\u0085"],
   ]) {
     assert.throws(() => checkSettings({ [name]: value }), (e) => e instanceof SettingError && e.message.startsWith(`${name}=`), `${name}=${value}`);
   }
   assert.equal(checkSettings({ SERVICE_WELCOME_CREDITS: "0" }).SERVICE_WELCOME_CREDITS, "0", "0 grants nothing, and is allowed");
+  for (const model of ["model-2026-01-15", "vendor/model", " model ", "é".repeat(128), "\u{1F600}".repeat(128)]) {
+    assert.equal(checkSettings({ SERVICE_DEFAULT_MODEL: model }).SERVICE_DEFAULT_MODEL, model, model);
+  }
 });
 
 test("durations parse as Go's time.ParseDuration does", () => {
