@@ -103,19 +103,31 @@ func (v *vendor) Models(r *abi.Resume) (*abi.FetchRequest, abi.Response) {
 	return nil, v.modelList(r)
 }
 
+// modelList classifies the vendor's answer to the listing as its answers to
+// a decision are (spec §4.8, §7): a JSON list or JSON error keeps its status
+// and body; a busy vendor without JSON is provider_busy at its status;
+// redirects, informational codes and anything else not JSON are replaced.
 func (v *vendor) modelList(r *abi.Resume) abi.Response {
 	res, failed := fetched(r)
 	if failed != nil {
 		return abi.Response{Status: failed.Status, Headers: failed.Headers, Body: failed.Body}
 	}
-	if fastjson.ValidateBytes(res.Body) != nil {
-		o := platformFailure(contract.UpstreamInvalidResponse, "the upstream model list is not JSON", res.Headers)
-		return abi.Response{Status: o.Status, Headers: o.Headers, Body: o.Body}
-	}
-	h := policy.ForwardUpstream(res.Headers, true)
-	if res.Status >= 400 {
+	isJSON := validate.IsJSONContentType(res.Headers.Get("content-type")) && fastjson.ValidateBytes(res.Body) == nil
+	var o Outcome
+	switch {
+	case isJSON && res.Status >= 200 && res.Status < 300:
+		return abi.Response{Status: res.Status, Headers: policy.ForwardUpstream(res.Headers, true), Body: res.Body}
+	case isJSON && res.Status >= 400 && res.Status < 600:
+		h := policy.ForwardUpstream(res.Headers, true)
 		h.Set(policy.HErrorSource, policy.SourceUpstream)
 		h.Set(policy.HErrorCode, string(upstreamErrorCode(res.Status)))
+		return abi.Response{Status: res.Status, Headers: h, Body: res.Body}
+	case res.Status == 429 || res.Status == 503:
+		o = platformFailureAs(res.Status, contract.ProviderBusy, "the upstream provider is busy; retry after the delay it gave", res.Headers)
+	case res.Status >= 200 && res.Status < 300:
+		o = platformFailure(contract.UpstreamInvalidResponse, "the upstream model list is not JSON", res.Headers)
+	default:
+		o = platformFailure(contract.UpstreamInvalidResponse, "the upstream answered the model list with an unusable response", res.Headers)
 	}
-	return abi.Response{Status: res.Status, Headers: h, Body: res.Body}
+	return abi.Response{Status: o.Status, Headers: o.Headers, Body: o.Body}
 }

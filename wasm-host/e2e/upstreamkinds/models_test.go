@@ -57,6 +57,61 @@ func TestModelsVendorBodyUnchangedInShape(t *testing.T) {
 	}
 }
 
+// TestModelsVendorAnswersClassifiedLikeDecisions: what the vendor answers
+// the listing is classified as its answers to a decision are (spec §4.8,
+// §7): a redirect is not forwarded, even with a JSON body (its status would
+// reach the caller without its Location); a busy vendor without a JSON body
+// is provider_busy at its own status with its Retry-After; a 2xx that is
+// not JSON by its content type is not passed on as a list.
+func TestModelsVendorAnswersClassifiedLikeDecisions(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		answer         func(w http.ResponseWriter)
+		status         int
+		code, source   string
+		retryAfter     string
+		bodyIsUpstream bool
+	}{
+		{"redirect with a JSON body", func(w http.ResponseWriter) {
+			writeJSON(w, 302, vendorModels, "Location", "https://elsewhere.example/v1/models")
+		}, 502, "upstream_invalid_response", "platform", "", false},
+		{"busy without JSON", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(503)
+			w.Write([]byte("<h1>overloaded</h1>"))
+		}, 503, "provider_busy", "platform", "7", false},
+		{"rate limited without JSON", func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(429)
+		}, 429, "provider_busy", "platform", "3", false},
+		{"a list that is not JSON by its type", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte(vendorModels))
+		}, 502, "upstream_invalid_response", "platform", "", false},
+		{"a JSON error", func(w http.ResponseWriter) {
+			writeJSON(w, 503, `{"error":{"type":"overloaded"}}`, "Retry-After", "5")
+		}, 503, "provider_busy", "upstream", "5", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) { tc.answer(w) })
+			g := startGateway(t, "vendor", v.URL+"/v1")
+			acct, key := g.account(10)
+			r := g.models(key)
+			if r.Status != tc.status || r.code() != tc.code || r.source() != tc.source {
+				t.Fatalf("%d %s (%s) %v %s, want %d %s (%s)", r.Status, r.code(), r.source(), r.Header, r.Body, tc.status, tc.code, tc.source)
+			}
+			if r.Header.Get("Location") != "" || r.Header.Get("Retry-After") != tc.retryAfter {
+				t.Errorf("Location %q Retry-After %q, want %q", r.Header.Get("Location"), r.Header.Get("Retry-After"), tc.retryAfter)
+			}
+			if got := string(r.Body) == `{"error":{"type":"overloaded"}}`; got != tc.bodyIsUpstream {
+				t.Errorf("body %s", r.Body)
+			}
+			noDecisionTouched(t, g, acct, 10)
+		})
+	}
+}
+
 func TestModelsEdgeIsThePlatformCatalog(t *testing.T) {
 	b := newBinding(t)
 	g := startGateway(t, "edge", b.URL)
