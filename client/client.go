@@ -97,7 +97,9 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: base URL %q is not an http(s) URL", baseURL)
 	}
 	base := strings.TrimSuffix(baseURL, "/")
-	if !strings.HasSuffix(u.Path, "/v1") && !strings.HasSuffix(u.Path, "/v1/") || u.RawQuery != "" || u.Fragment != "" {
+	// No query or fragment, not even an empty one: "/v1?" + "/service"
+	// would ask for /v1 with a query.
+	if !strings.HasSuffix(u.Path, "/v1") && !strings.HasSuffix(u.Path, "/v1/") || strings.ContainsAny(baseURL, "?#") {
 		return nil, fmt.Errorf("client: base URL %q must end in /v1, e.g. %s://%s/v1 (spec §9.4)", baseURL, u.Scheme, u.Host)
 	}
 	if apiKey == "" {

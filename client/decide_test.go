@@ -274,7 +274,10 @@ func TestModelsOnRouterIsNotSupported(t *testing.T) {
 // The base URL carries the version (spec §9.4): one without /v1 is
 // refused when the client is made, not by a 404 later.
 func TestBaseURLMustIncludeV1(t *testing.T) {
-	for _, base := range []string{"http://127.0.0.1:8787", "http://127.0.0.1:8787/", "http://127.0.0.1:8787/v1/service", "127.0.0.1:8787/v1", "ftp://h/v1"} {
+	for _, base := range []string{"http://127.0.0.1:8787", "http://127.0.0.1:8787/", "http://127.0.0.1:8787/v1/service", "127.0.0.1:8787/v1", "ftp://h/v1",
+		// An empty query or fragment would swallow the paths the client
+		// appends ("/v1?/service" is /v1 with a query).
+		"http://127.0.0.1:8787/v1?", "http://127.0.0.1:8787/v1/?", "http://127.0.0.1:8787/v1#", "http://127.0.0.1:8787/v1?x=1"} {
 		if _, err := client.New(base, "k"); err == nil {
 			t.Errorf("New(%q) accepted", base)
 		}
