@@ -209,7 +209,7 @@ func settleAndAnswer(env *platform.Env, req *abi.Request, d *decision, p *pendin
 	st := ledgerq.Settle{
 		RequestID: req.RequestID, AccountID: p.AccountID, IdemKey: idemKey, Cost: p.Cost,
 		OK: out.OK, Status: out.Status, ErrorCode: string(out.Code),
-		InputTokens: out.InputTokens, OutputTokens: out.OutputTokens, TTL: d.settings.IdempotencyTTL, Now: time.Now(),
+		InputTokens: out.InputTokens, OutputTokens: out.OutputTokens, Model: recordedModel(out.Model), TTL: d.settings.IdempotencyTTL, Now: time.Now(),
 	}
 	mode := ""
 	if d.adapter != nil {
@@ -229,6 +229,17 @@ func settleAndAnswer(env *platform.Env, req *abi.Request, d *decision, p *pendin
 	}
 	resp.Headers.Set(policy.HServiceCredits, credits)
 	return resp
+}
+
+// recordedModel is the resolved model the ledger keeps: the answer's, when
+// it is a model name by the request's rule (spec §2.1), else none. The
+// answer may hold up to 4 MiB; its model is delivered as it is but not
+// copied into every request row.
+func recordedModel(m string) string {
+	if !validate.ValidModel(m) {
+		return ""
+	}
+	return m
 }
 
 // attemptLimited answers 429 when a refused key's client address is over

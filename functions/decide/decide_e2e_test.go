@@ -6,6 +6,7 @@ import (
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/keys/keystest"
+	"decisiongateway/testkit/hosttest"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -386,4 +387,45 @@ func TestMalformedKeysCountAsAuthenticationAttempts(t *testing.T) {
 		return
 	}
 	t.Fatal("the minute rolled over in every run")
+}
+
+// TestResolvedModelIsRecorded: a success records the model the vendor's
+// answer named beside the effective model (spec §9.5), on both settlement
+// paths (with and without an Idempotency-Key); an answer naming something
+// that is no model name (here 4,000 characters, with a control character)
+// is still delivered, but the ledger keeps no resolved model for it rather
+// than whatever the upstream wrote.
+func TestResolvedModelIsRecorded(t *testing.T) {
+	g := startGateway(t, "", nil)
+	acct, key := g.NewAccount(randomEmail(), 10)
+	noModel := `{"state":"a red apple","questions":{"fruit":{"type":"choice","criteria":{"apple":"an apple","pear":"a pear"}}}}`
+	for _, headers := range [][]string{nil, {"Idempotency-Key", "resolved-1"}} {
+		if r := g.post(key, noModel, headers...); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+	}
+	huge := strings.Repeat("m", 4000) + "\n"
+	g.vendor.Handle(func(w http.ResponseWriter, _ *http.Request, body []byte) {
+		out, _ := json.Marshal(map[string]any{"model": huge, "answers": hosttest.Answers(body)})
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(out)
+	})
+	for _, headers := range [][]string{nil, {"Idempotency-Key", "resolved-2"}} {
+		if r := g.post(key, noModel, headers...); r.Status != 200 || !strings.Contains(string(r.Body), strings.Repeat("m", 4000)) {
+			t.Fatalf("%d %.200s", r.Status, r.Body)
+		}
+	}
+	rows := g.exec(`SELECT model, resolved_model FROM requests WHERE account_id = ? ORDER BY created_at, rowid`, str(acct))
+	if len(rows) != 4 {
+		t.Fatalf("%d requests", len(rows))
+	}
+	for i, r := range rows {
+		want := abi.String("vendor-resolved-1")
+		if i >= 2 {
+			want = abi.NullValue()
+		}
+		if r[0].AsString() != "model-latest" || r[1].Kind != want.Kind || r[1].AsString() != want.AsString() {
+			t.Errorf("request %d: model %q resolved %v (%.40q), want model-latest and %v", i, r[0].AsString(), r[1].Kind, r[1].AsString(), want.AsString())
+		}
+	}
 }

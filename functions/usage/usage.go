@@ -67,6 +67,7 @@ func writeRequest(w *jsonw.Writer, r *accounts.RequestUsage) {
 	stringOrNull(w, "keyName", r.KeyName)
 	stringOrNull(w, "keyPrefix", r.KeyPrefix)
 	w.FieldString("model", r.Model)
+	stringOrNull(w, "resolvedModel", r.ResolvedModel)
 	w.FieldInt("questions", r.Questions)
 	w.FieldString("state", r.State)
 	intOrNull(w, "status", r.Status, r.Status == 0)

@@ -108,3 +108,44 @@ func TestUsageWindows(t *testing.T) {
 		})
 	}
 }
+
+// TestUsageRecordsTheResolvedModel: a request's record keeps both the
+// effective model it was sent with and the model the upstream says it
+// resolved (spec §9.5: an alias may resolve differently over time; record
+// the returned model), with and without an Idempotency-Key, whose
+// settlements are written apart; an attempt with no answer has none.
+func TestUsageRecordsTheResolvedModel(t *testing.T) {
+	for _, b := range sqldtest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			h := consoletest.Start(t, b.URL, nil)
+			cookie := h.SignIn("resolved@example.com")
+			acct := h.Account(cookie)
+			key := h.Do("POST", "/api/service/keys", `{"name":"k"}`, "Cookie", cookie, "Origin", consoletest.Origin).JSON()["secret"].(string)
+			body := `{"state":"s","questions":{"q":{"type":"noul"}}}`
+			for _, extra := range [][]string{nil, {"Idempotency-Key", "resolved-1"}} {
+				r := h.Do("POST", "/v1/service", body, append([]string{"Authorization", "Bearer " + key, "Content-Type", "application/json"}, extra...)...)
+				if r.Status != 200 {
+					t.Fatalf("decision: %s", r)
+				}
+			}
+			failed := insertRequest(h, acct, time.Now().Unix(), "failed", 0)
+			u := h.Do("GET", "/api/service/usage", "", "Cookie", cookie).JSON()
+			reqs := u["requests"].([]any)
+			if len(reqs) != 3 {
+				t.Fatalf("%d requests", len(reqs))
+			}
+			for _, x := range reqs {
+				r := x.(map[string]any)
+				want := any("vendor-model-1")
+				if r["id"] == failed {
+					want = nil
+				} else if r["model"] != "model-latest" {
+					t.Errorf("request %v: model %v, want the effective model-latest", r["id"], r["model"])
+				}
+				if got, ok := r["resolvedModel"]; !ok || got != want {
+					t.Errorf("request %v: resolvedModel %v (present %v), want %v", r["id"], got, ok, want)
+				}
+			}
+		})
+	}
+}

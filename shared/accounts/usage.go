@@ -20,22 +20,25 @@ type DayUsage struct {
 
 // RequestUsage is one decision attempt (a row of requests).
 type RequestUsage struct {
-	ID           string
-	CreatedAt    int64
-	FinishedAt   int64 // 0 while pending
-	Source       string
-	KeyID        string // "" for the playground
-	KeyName      string
-	KeyPrefix    string
-	Model        string
-	Questions    int64
-	State        string
-	Status       int64 // 0 while pending
-	ErrorCode    string
-	Cost         int64
-	Charged      int64
-	InputTokens  int64 // -1 when unknown
-	OutputTokens int64 // -1 when unknown
+	ID         string
+	CreatedAt  int64
+	FinishedAt int64 // 0 while pending
+	Source     string
+	KeyID      string // "" for the playground
+	KeyName    string
+	KeyPrefix  string
+	Model      string // the effective model it was sent with
+	// ResolvedModel is the model the upstream answered with; "" when
+	// unknown (pending, failed, or the answer named none).
+	ResolvedModel string
+	Questions     int64
+	State         string
+	Status        int64 // 0 while pending
+	ErrorCode     string
+	Cost          int64
+	Charged       int64
+	InputTokens   int64 // -1 when unknown
+	OutputTokens  int64 // -1 when unknown
 }
 
 // Usage is an account's usage summary.
@@ -58,7 +61,8 @@ func (s *Store) Usage(account string) (Usage, error) {
 		st(`SELECT created_at / 86400, COUNT(*), SUM(state = 'succeeded'), SUM(state = 'failed'), SUM(state = 'pending'), SUM(charged), SUM(questions)
 FROM requests WHERE account_id = ? AND created_at >= ? GROUP BY created_at / 86400`, str(account), num(from)),
 		st(`SELECT r.id, r.created_at, COALESCE(r.finished_at, 0), r.source, COALESCE(r.key_id, ''), COALESCE(k.name, ''), COALESCE(k.prefix, ''),
-r.model, r.questions, r.state, COALESCE(r.status, 0), COALESCE(r.error_code, ''), r.cost, r.charged, COALESCE(r.input_tokens, -1), COALESCE(r.output_tokens, -1)
+r.model, r.questions, r.state, COALESCE(r.status, 0), COALESCE(r.error_code, ''), r.cost, r.charged, COALESCE(r.input_tokens, -1), COALESCE(r.output_tokens, -1),
+COALESCE(r.resolved_model, '')
 FROM requests r LEFT JOIN api_keys k ON k.id = r.key_id
 WHERE r.account_id = ? AND r.created_at >= ? ORDER BY r.created_at DESC, r.rowid DESC LIMIT ?`, str(account), num(from), num(usageRequests)),
 	)
@@ -87,6 +91,7 @@ WHERE r.account_id = ? AND r.created_at >= ? ORDER BY r.created_at DESC, r.rowid
 			KeyID: r[4].AsString(), KeyName: r[5].AsString(), KeyPrefix: r[6].AsString(), Model: r[7].AsString(),
 			Questions: r[8].AsInt(), State: r[9].AsString(), Status: r[10].AsInt(), ErrorCode: r[11].AsString(),
 			Cost: r[12].AsInt(), Charged: r[13].AsInt(), InputTokens: r[14].AsInt(), OutputTokens: r[15].AsInt(),
+			ResolvedModel: r[16].AsString(),
 		})
 	}
 	return u, nil

@@ -174,7 +174,7 @@ RETURNING request_id,
 // (schema/migrations/0006_decision_settlement.sql); its RETURNING row is the
 // request id and whether the attempt is now charged, false when it was
 // reconciled (failed and refunded) first.
-const settlementSQL = `INSERT INTO decision_settlements (request_id, status, input_tokens, output_tokens, now) VALUES (?, ?, ?, ?, ?)
+const settlementSQL = `INSERT INTO decision_settlements (request_id, status, input_tokens, output_tokens, now, resolved_model) VALUES (?, ?, ?, ?, ?, ?)
 RETURNING request_id, (SELECT q.state = 'succeeded' FROM requests q WHERE q.id = decision_settlements.request_id) AS charged`
 
 // MergeableStatements returns the statements a host may run merged
@@ -218,6 +218,9 @@ type Settle struct {
 	ErrorCode    string
 	InputTokens  int64 // -1: unknown (stays NULL)
 	OutputTokens int64
+	// Model is the model the upstream resolved, recorded with a success
+	// (spec §9.5); "" when it named none (stays NULL).
+	Model string
 	// Retain is kept for replays of a successful attempt with a key.
 	Retain *Retained
 	// TTL is the idempotency retention from the record's creation, which
@@ -245,7 +248,7 @@ func SettleDecision(l platform.Ledger, s *Settle) (bool, error) {
 	now := num(s.Now.Unix())
 	if s.OK && (s.IdemKey == "" || s.Retain == nil) {
 		// No record to complete: the one statement a host may merge.
-		x.Add(settlementSQL, nil, str(s.RequestID), num(int64(s.Status)), tokens(s.InputTokens), tokens(s.OutputTokens), now)
+		x.Add(settlementSQL, nil, str(s.RequestID), num(int64(s.Status)), tokens(s.InputTokens), tokens(s.OutputTokens), now, nullable(s.Model))
 		res, err := x.Run(l)
 		if err != nil {
 			return false, err
@@ -259,8 +262,8 @@ func SettleDecision(l platform.Ledger, s *Settle) (bool, error) {
 		// embedded file the view's trigger and RETURNING cost a keyed
 		// success a fifth more CPU, and merging, which the view is for,
 		// takes single-statement batches only.
-		mark = x.Add(`UPDATE requests SET state = 'succeeded', charged = cost, status = ?, input_tokens = ?, output_tokens = ?, finished_at = ?
-WHERE id = ? AND state = 'pending'`, nil, num(int64(s.Status)), tokens(s.InputTokens), tokens(s.OutputTokens), now, str(s.RequestID))
+		mark = x.Add(`UPDATE requests SET state = 'succeeded', charged = cost, status = ?, input_tokens = ?, output_tokens = ?, finished_at = ?, resolved_model = ?
+WHERE id = ? AND state = 'pending'`, nil, num(int64(s.Status)), tokens(s.InputTokens), tokens(s.OutputTokens), now, nullable(s.Model), str(s.RequestID))
 		// Only if the attempt was still pending: changes() is the count of
 		// the UPDATE just before, in the same transaction, which keeps the
 		// test inside the statement (on sqld a condition on the step would

@@ -196,12 +196,12 @@ func (b builder) schemas(errs []ErrorCode) map[string]any {
 				[]string{"date", "requests", "succeeded", "failed", "pending", "credits", "questions"}, map[string]any{
 					"date": day, "requests": intg, "succeeded": intg, "failed": intg, "pending": intg, "credits": intg, "questions": intg})},
 			"requests": map[string]any{"type": "array", "maxItems": 50, "items": obj(
-				[]string{"id", "createdAt", "finishedAt", "source", "keyId", "keyName", "keyPrefix", "model", "questions", "state", "status", "errorCode", "cost", "charged", "inputTokens", "outputTokens"},
+				[]string{"id", "createdAt", "finishedAt", "source", "keyId", "keyName", "keyPrefix", "model", "resolvedModel", "questions", "state", "status", "errorCode", "cost", "charged", "inputTokens", "outputTokens"},
 				map[string]any{
 					"id": str, "createdAt": intg, "finishedAt": nullable("integer"),
 					"source": map[string]any{"enum": []any{"api", "playground"}},
 					"keyId":  nullable("string"), "keyName": nullable("string"), "keyPrefix": nullable("string"),
-					"model": str, "questions": intg, "state": map[string]any{"enum": []any{"pending", "succeeded", "failed"}},
+					"model": str, "resolvedModel": nullable("string"), "questions": intg, "state": map[string]any{"enum": []any{"pending", "succeeded", "failed"}},
 					"status": nullable("integer"), "errorCode": nullable("string"), "cost": intg, "charged": intg,
 					"inputTokens": nullable("integer"), "outputTokens": nullable("integer"),
 				})},
