@@ -16,6 +16,7 @@ import { parseLibsqlURL } from "../src/ledger.js";
 import { classify, scalarSelect } from "../src/sqlshape.js";
 import { Wasi } from "../src/wasi.js";
 import { Pool, Overloaded, MAX_INSTANCES } from "../src/pool.js";
+import { functionWorker } from "../src/function.js";
 
 test("config reads only module settings, fills their defaults and never reads a secret", () => {
   const env = {
@@ -292,4 +293,47 @@ test("a new request waits for an instance at most its queue timeout; a resumed c
   assert.equal(busyDone, false, "the new request was refused at its queue timeout, before the instance was free");
   await Promise.all([resumed, patient, busy]);
   assert.deepEqual(served, ["resumed", "new"], "the continuation, queued last, was served first");
+});
+
+test("a call resuming after an Await that finds no instance is out of time (504), not overloaded (503)", async () => {
+  // A decision's first call reserved and handed its upstream call over (an
+  // Await); its continuation then finds no instance before the deadline.
+  // Something of it ran, so it is no refusal that ran nothing: 504
+  // function_timeout, without Retry-After and without X-Service-Credits: 0
+  // (the charge is unknown until reconciled), as runtime.Function.run
+  // answers on the wazero host. A first call that finds none stays 503.
+  const routes = [{ method: "POST", pattern: "/v1/service", function: "decide", maxBody: 65536, charges: true }];
+  const worker = functionWorker({ name: "decide", module: null, version: "decide@0123456789ab", sha256: "", routes });
+  const awaiting = { handle: async () => ({ await: { state: new Uint8Array([1]), fetch: { method: "POST", url: "https://not-allowed.example/", headers: [] } } }) };
+  const run = Pool.prototype.run;
+  const serve = async (refuse) => {
+    const calls = [];
+    Pool.prototype.run = async function (fn, timeoutMs, opts = {}) {
+      const which = opts.continuing ? "continuing" : "first";
+      calls.push(which);
+      if (which === refuse) throw new Overloaded(this.name);
+      return fn(awaiting);
+    };
+    const resp = await worker.fetch(new Request("https://gw.test/v1/service", { method: "POST", body: "{}" }), {});
+    return { calls, resp, body: await resp.json() };
+  };
+  try {
+    const late = await serve("continuing");
+    assert.deepEqual(late.calls, ["first", "continuing"]);
+    assert.equal(late.resp.status, 504);
+    assert.equal(late.body.error.code, "function_timeout");
+    assert.equal(late.resp.headers.get("x-service-error-code"), "function_timeout");
+    assert.equal(late.resp.headers.get("retry-after"), null, "out of time is not a retry-shortly refusal");
+    assert.equal(late.resp.headers.get("x-service-credits"), null, "the reservation may stand: the charge is unknown");
+    assert.equal(late.resp.headers.get("x-function-version"), "decide@0123456789ab");
+
+    const refused = await serve("first");
+    assert.deepEqual(refused.calls, ["first"]);
+    assert.equal(refused.resp.status, 503);
+    assert.equal(refused.body.error.code, "overloaded");
+    assert.equal(refused.resp.headers.get("retry-after"), "1");
+    assert.equal(refused.resp.headers.get("x-service-credits"), "0", "nothing ran, nothing was charged");
+  } finally {
+    Pool.prototype.run = run;
+  }
 });
