@@ -82,6 +82,12 @@ type pair struct {
 // startPair starts both hosts for UPSTREAM_KIND kind. upstreamPath is
 // appended to the fake's URL for UPSTREAM_URL (the vendor's includes /v1).
 func startPair(t *testing.T, kind, upstreamPath string, answer func(w http.ResponseWriter, r *http.Request, body []byte)) *pair {
+	return startPairWith(t, kind, upstreamPath, answer, nil)
+}
+
+// startPairWith is startPair with more settings: more, when not nil, is
+// called with each side's index and settings before the hosts start.
+func startPairWith(t *testing.T, kind, upstreamPath string, answer func(w http.ResponseWriter, r *http.Request, body []byte), more func(i int, env map[string]string)) *pair {
 	testenv.Binary(t) // fail before the slow starts when the reference is missing
 	nodeBin(t)
 	p := &pair{t: t}
@@ -100,6 +106,9 @@ func startPair(t *testing.T, kind, upstreamPath string, answer func(w http.Respo
 		}
 		if kind == "edge" {
 			s.env["SERVICE_DEFAULT_MODEL"] = "model-latest"
+		}
+		if more != nil {
+			more(i, s.env)
 		}
 		p.sides[i] = s
 	}
@@ -147,7 +156,8 @@ func (p *pair) do(i int, method, path, body string, header ...string) answer {
 	for k := 0; k+1 < len(header); k += 2 {
 		req.Header.Set(header[k], header[k+1])
 	}
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	// A redirect is an answer to compare, never followed.
+	resp, err := (&http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
 	if err != nil {
 		p.t.Fatalf("%s %s on %s: %v", method, path, p.sides[i].name, err)
 	}
