@@ -11,7 +11,7 @@
 // version with X-Gateway-Version: <Workers version id>, which becomes a
 // Cloudflare-Workers-Version-Overrides header for that function's Worker.
 
-import { match } from "./router.js";
+import { match, requestPath } from "./router.js";
 import { probes } from "./probes.js";
 import { stickyKey } from "./sticky.js";
 import {
@@ -69,8 +69,7 @@ export function frontWorker({ table, functions, migrations = [], openapi = null 
         }
         return respond(request, requestId, { status: probed.status, headers: [["content-type", "application/json; charset=utf-8"], ...(probed.headers ?? [])], body: JSON.stringify(probed.body) });
       }
-      const url = new URL(request.url);
-      const { route, allow } = match(table, request.method, url.pathname);
+      const { route, allow } = match(table, request.method, requestPath(new URL(request.url)));
       if (!route) {
         if (allow.length > 0) {
           return respond(request, requestId, platformError("method_not_allowed", `this path does not accept ${request.method}`, [["allow", allow.join(", ")]]));

@@ -11,7 +11,7 @@
 // directly, it still routes among its own routes and answers like the
 // wazero host.
 
-import { match } from "./router.js";
+import { match, requestPath } from "./router.js";
 import { Pool, Overloaded, DeadlineExceeded } from "./pool.js";
 import { VersionError, awaitCall, ledgerFor } from "./host.js";
 import { record } from "./samples.js";
@@ -72,7 +72,8 @@ export function functionWorker({ name, module, version, sha256, routes }) {
 
   async function serve(request, env, requestId, timing) {
     const url = new URL(request.url);
-    const { route, allow } = match(routes, request.method, url.pathname);
+    const path = requestPath(url);
+    const { route, allow } = match(routes, request.method, path);
     if (!route) {
       if (allow.length > 0) {
         return platformError("method_not_allowed", `this path does not accept ${request.method}`, [["allow", allow.join(", ")]]);
@@ -96,7 +97,7 @@ export function functionWorker({ name, module, version, sha256, routes }) {
     }
     const message = {
       method: request.method,
-      path: url.pathname,
+      path,
       query: url.search.slice(1),
       clientAddr: request.headers.get("cf-connecting-ip") ?? "",
       requestId,

@@ -11,6 +11,7 @@
 // gives it (wrangler-compat/workers).
 
 import { Ledger, parseLibsqlURL } from "./ledger.js";
+import { requestPath } from "./router.js";
 
 export const HEALTH_PATH = "/healthz";
 export const READY_PATH = "/readyz";
@@ -101,7 +102,7 @@ async function ledgerState(env, migrations) {
 export function probes(deployment) {
   let cached = null;
   return async (request, env) => {
-    const path = new URL(request.url).pathname;
+    const path = requestPath(new URL(request.url));
     const openapi = path === OPENAPI_PATH && deployment.openapi;
     if (path !== HEALTH_PATH && path !== READY_PATH && !openapi) return null;
     if (request.method !== "GET" && request.method !== "HEAD") return { status: 405, allow: "GET, HEAD" };

@@ -3,6 +3,23 @@
 // both hosts.
 
 /**
+ * requestPath is a request URL's path as the wazero host routes it and
+ * hands it to a module (Go's url.URL.Path): percent-escapes decoded, %2F
+ * included, so /v1/%73ervice is /v1/service on both hosts. A path whose
+ * escapes do not decode stays as sent; it matches no route (Go refuses
+ * such a request line before routing).
+ */
+export function requestPath(url) {
+  const path = url.pathname;
+  if (!path.includes("%")) return path;
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
+}
+
+/**
  * match finds the route for method and path. When the path matches some
  * routes but not the method, it returns { route: null, allow } with the
  * methods that would match, for a 405 with Allow. HEAD is served by a GET

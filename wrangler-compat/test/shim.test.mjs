@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { config, isSecret } from "../src/config.js";
 import { parseDuration } from "../src/duration.js";
 import { SettingError, checkSettings } from "../src/settings.js";
-import { match } from "../src/router.js";
+import { match, requestPath } from "../src/router.js";
 import { hostFetch } from "../src/fetch.js";
 import { parseLibsqlURL } from "../src/ledger.js";
 import { classify, scalarSelect } from "../src/sqlshape.js";
@@ -91,6 +91,12 @@ test("routes match as in the wazero host", () => {
   assert.deepEqual(match(table, "PUT", "/api/service/keys"), { route: null, allow: ["GET", "POST"] });
   assert.deepEqual(match(table, "DELETE", "/api/service/keys/"), { route: null, allow: [] });
   assert.deepEqual(match(table, "GET", "/api/service/keys/k1/x"), { route: null, allow: [] });
+  // Routed by the decoded path, as Go's url.URL.Path is.
+  const path = (raw) => requestPath(new URL(raw, "https://gw.test"));
+  assert.equal(path("/api/service/%6Beys"), "/api/service/keys");
+  assert.equal(path("/api/service%2Fkeys"), "/api/service/keys");
+  assert.equal(path("/api/service/keys/a%20b"), "/api/service/keys/a b");
+  assert.equal(path("/api/service/keys/%zz"), "/api/service/keys/%zz", "escapes that do not decode stay as sent");
 });
 
 test("LIBSQL_URL forms map to the Hrana endpoint", () => {
