@@ -395,3 +395,25 @@ func cleanEnv() []string {
 	}
 	return out
 }
+
+// logHolding returns s's log once it holds every one of needles (the
+// request ids of answers whose lines must be there before it is
+// searched): wrangler passes a Worker's console lines on after the answer.
+func logHolding(t testing.TB, s server, needles ...string) string {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		text := s.log.String()
+		missing := ""
+		for _, n := range needles {
+			if !strings.Contains(text, n) {
+				missing = n
+			}
+		}
+		if missing == "" {
+			return text
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("%s: %q is not in the log:\n%s", s.name, missing, text)
+		}
+	}
+}

@@ -84,7 +84,7 @@ export function frontWorker({ table, functions, migrations = [], openapi = null 
       try {
         return await service.fetch(forwarded(request, requestId, fn.worker));
       } catch (e) {
-        log("error", "function worker failed", { request_id: requestId, function: route.function, error: String(e?.stack ?? e) });
+        log("error", "function worker failed", { request_id: requestId, function: route.function, error: String(e?.stack ?? e) }, env);
         return respond(request, requestId, platformError("internal_error", "the function failed; the request id identifies it in the logs"));
       }
     },

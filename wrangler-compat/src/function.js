@@ -49,7 +49,7 @@ function checkedEnv(env) {
       c = checkSettings(env);
     } catch (e) {
       if (!(e instanceof SettingError)) throw e;
-      log("error", "invalid setting: this Worker serves nothing until it is fixed", { error: e.message });
+      log("error", "invalid setting: this Worker serves nothing until it is fixed", { error: e.message }, env);
       c = e;
     }
     checked.set(env, c);
@@ -140,7 +140,7 @@ export function functionWorker({ name, module, version, sha256, routes }) {
         timing.fnMs += Date.now() - outbound; // the function's own call, as on the wazero host
       }
     } catch (e) {
-      log("error", "function failed", { request_id: requestId, function: name, version, error: String(e?.stack ?? e) });
+      log("error", "function failed", { request_id: requestId, function: name, version, error: String(e?.stack ?? e) }, env);
       const failed = failure(e, name, route);
       failed.headers.push(["x-function-version", version]);
       return failed;
@@ -159,7 +159,7 @@ export function functionWorker({ name, module, version, sha256, routes }) {
       }
       const timing = { fnMs: 0, start: Date.now() };
       const work = serve(request, checkedOrError, requestId, timing).catch((e) => {
-        log("error", "host failed", { request_id: requestId, error: String(e?.stack ?? e) });
+        log("error", "host failed", { request_id: requestId, error: String(e?.stack ?? e) }, env);
         return platformError("internal_error", "the function failed; the request id identifies it in the logs");
       });
       if (sha256 && env.LIBSQL_URL) {

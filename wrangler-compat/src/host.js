@@ -21,6 +21,7 @@ import { Wasi } from "./wasi.js";
 import { Ledger } from "./ledger.js";
 import { config } from "./config.js";
 import { hostFetch, echoes } from "./fetch.js";
+import { redact, secretsOf } from "./respond.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -107,7 +108,7 @@ export class Instance {
 
   constructor(name) {
     this.name = name;
-    this.wasi = new Wasi(name);
+    this.wasi = new Wasi(name, (line) => redact(line, secretsOf(this.#env())));
     this.exports = null;
     this.handleExport = null;
     this.arena = null; // see #openArena; null for a module without one
@@ -220,7 +221,7 @@ export class Instance {
       request_id: this.ctx?.requestId ?? "",
     };
     for (const [k, v] of rec.attrs) if (!(k in line)) line[k] = v;
-    const text = JSON.stringify(line);
+    const text = redact(JSON.stringify(line), secretsOf(this.#env()));
     if (rec.level >= 3) console.error(text);
     else if (rec.level === 2) console.warn(text);
     else console.log(text);

@@ -12,6 +12,7 @@
 
 import { Ledger, parseLibsqlURL } from "./ledger.js";
 import { requestPath } from "./router.js";
+import { log } from "./respond.js";
 
 export const HEALTH_PATH = "/healthz";
 export const READY_PATH = "/readyz";
@@ -85,7 +86,7 @@ async function ledgerState(env, migrations) {
     if (tables.value === 0n) return migrations.length > 0 ? "not_migrated" : "ok";
     rows = await ledger.read("SELECT version FROM schema_migrations");
   } catch (e) {
-    console.log(JSON.stringify({ level: "warn", msg: "readiness: ledger check failed", error: String(e?.message ?? e) }));
+    log("warn", "readiness: ledger check failed", { error: String(e?.message ?? e) }, env);
     return "unreachable";
   }
   const applied = new Set(rows.map(([v]) => Number(v.value)));

@@ -72,8 +72,36 @@ export function refused(route, answer) {
   return answer;
 }
 
-export function log(level, msg, fields) {
-  const line = JSON.stringify({ level, msg, ...fields });
+/** REDACTED stands in a log line for a secret the Worker holds. */
+const REDACTED = "[REDACTED]";
+
+/**
+ * secretsOf lists the secrets of env that no log line may hold: the
+ * upstream and mail keys and the ledger's token (LIBSQL_AUTH_TOKEN, or the
+ * authToken of LIBSQL_URL), as the wazero host's logger removes them
+ * (wasm-host/app, redact.go). No answer should bring one back (fetch.js
+ * drops an echo); this is the second line, for text nobody thought of: a
+ * ledger error that quotes a proxy's message, a module's output.
+ */
+export function secretsOf(env) {
+  let urlToken = "";
+  try {
+    urlToken = new URL(env?.LIBSQL_URL ?? "").searchParams.get("authToken") ?? "";
+  } catch {}
+  return [env?.UPSTREAM_API_KEY, env?.MAIL_API_KEY, env?.LIBSQL_AUTH_TOKEN, urlToken].filter((s) => typeof s === "string" && s !== "");
+}
+
+/** redact replaces each secret in a log line, as written or JSON-escaped. */
+export function redact(line, secrets) {
+  for (const secret of secrets) {
+    for (const form of new Set([secret, JSON.stringify(secret).slice(1, -1)])) line = line.replaceAll(form, REDACTED);
+  }
+  return line;
+}
+
+/** log writes a JSON log line without any of env's secrets. */
+export function log(level, msg, fields, env) {
+  const line = redact(JSON.stringify({ level, msg, ...fields }), secretsOf(env));
   if (level === "error") console.error(line);
   else console.log(line);
 }

@@ -64,9 +64,13 @@ export class ProcExit extends Error {
  * _initialize, which runs after instantiation).
  */
 export class Wasi {
-  /** label prefixes console lines so output of different functions is told apart. */
-  constructor(label) {
+  /**
+   * label prefixes console lines so output of different functions is told
+   * apart; scrub (respond.js redact) takes the host's secrets out of each.
+   */
+  constructor(label, scrub = (line) => line) {
     this.label = label;
+    this.scrub = scrub; // takes the host's secrets out of a line
     this.memory = null;
     // Console output is line-buffered per fd, as a terminal would show it;
     // TinyGo writes a panic message in several fd_write calls.
@@ -95,7 +99,7 @@ export class Wasi {
   }
 
   #emit(fd, line) {
-    const out = `[${this.label}] ${line}`;
+    const out = this.scrub(`[${this.label}] ${line}`);
     if (fd === 2) console.error(out);
     else console.log(out);
   }

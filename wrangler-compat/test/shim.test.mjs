@@ -17,6 +17,7 @@ import { classify, scalarSelect } from "../src/sqlshape.js";
 import { Wasi } from "../src/wasi.js";
 import { Pool, Overloaded, MAX_INSTANCES } from "../src/pool.js";
 import { functionWorker } from "../src/function.js";
+import { redact, secretsOf } from "../src/respond.js";
 
 test("config reads only module settings, fills their defaults and never reads a secret", () => {
   const env = {
@@ -342,4 +343,28 @@ test("a call resuming after an Await that finds no instance is out of time (504)
   } finally {
     Pool.prototype.run = run;
   }
+});
+
+test("log lines lose the Worker's secrets, as written or JSON-escaped, as on the wazero host", () => {
+  const env = { UPSTREAM_API_KEY: "sk-up/key", MAIL_API_KEY: 'mk"mail', LIBSQL_URL: "libsql://db.example?authToken=tok-url", UPSTREAM_URL: "https://vendor.example/v1" };
+  assert.deepEqual(secretsOf(env), ["sk-up/key", 'mk"mail', "tok-url"]);
+  const line = JSON.stringify({ msg: "ledger: HTTP 500: token tok-url refused", error: 'sk-up/key and mk"mail', url: env.UPSTREAM_URL });
+  assert.equal(redact(line, secretsOf(env)), JSON.stringify({ msg: "ledger: HTTP 500: token [REDACTED] refused", error: "[REDACTED] and [REDACTED]", url: env.UPSTREAM_URL }));
+  const lines = [];
+  const wasi = new Wasi("decide", (text) => redact(text, secretsOf(env)));
+  const log = console.log;
+  console.log = (text) => lines.push(text);
+  try {
+    const ns = wasi.imports(new WebAssembly.Module(minimalModuleImporting("fd_write")));
+    const memory = new WebAssembly.Memory({ initial: 1 });
+    wasi.bind(memory);
+    const text = new TextEncoder().encode("panic: sk-up/key\n");
+    new Uint8Array(memory.buffer).set(text, 64);
+    new DataView(memory.buffer).setUint32(0, 64, true);
+    new DataView(memory.buffer).setUint32(4, text.length, true);
+    ns.fd_write(1, 0, 1, 8);
+  } finally {
+    console.log = log;
+  }
+  assert.deepEqual(lines, ["[decide] panic: [REDACTED]"]);
 });
