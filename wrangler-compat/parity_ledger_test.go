@@ -67,9 +67,11 @@ func newLedgerProxy(t *testing.T, sqld string) *ledgerProxy {
 }
 
 // TestLedgerFailuresAgreeOnBothHosts: a ledger (a proxy in front of it)
-// that refuses a decision's reservation with the credential in its message
-// gets the same answer on both hosts, nothing charged, and the credential
-// in neither log.
+// that refuses a decision's reservation with the credential in its message,
+// and one that runs the reservation but answers 504, get the same answers
+// on both hosts: nothing charged for the first, the outcome left to
+// reconciliation for the second (it did commit), and the credential in
+// neither log.
 func TestLedgerFailuresAgreeOnBothHosts(t *testing.T) {
 	var proxies [2]*ledgerProxy
 	p := startPairWith(t, "vendor", "/v1", answerVendor, func(i int, env map[string]string) {
@@ -94,6 +96,16 @@ func TestLedgerFailuresAgreeOnBothHosts(t *testing.T) {
 	}
 
 	for _, px := range proxies {
+		px.mode.Store("lost")
+	}
+	lost := p.both("POST", "/v1/service", decisionBody, withKey)
+	p.same("a reservation answered 504 after it ran", lost, true, decisionHeaders...)
+	for i, a := range lost {
+		if a.status != 503 || a.header.Get("X-Service-Error-Code") != "request_reconciliation_pending" || a.header.Get("X-Service-Credits") == "0" {
+			t.Errorf("%s: a reservation that committed behind a 504: %d %v %s", p.sides[i].name, a.status, a.header, a.body)
+		}
+	}
+	for _, px := range proxies {
 		px.mode.Store("")
 	}
 	for i, s := range p.sides {
@@ -101,7 +113,7 @@ func TestLedgerFailuresAgreeOnBothHosts(t *testing.T) {
 			t.Errorf("%s: the vendor was called %d times without a confirmed reservation", s.name, n)
 		}
 		// Each host logs why the reservation failed, with the ledger's text.
-		if text := logHolding(t, s.server, refused[i].header.Get("X-Request-Id")); strings.Contains(text, ledgerToken) {
+		if text := logHolding(t, s.server, refused[i].header.Get("X-Request-Id"), lost[i].header.Get("X-Request-Id")); strings.Contains(text, ledgerToken) {
 			t.Errorf("%s: the ledger token reached the log:\n%s", s.name, text)
 		}
 	}

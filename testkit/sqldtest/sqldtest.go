@@ -283,6 +283,9 @@ const (
 	// Cut sends the answer's headers and half its body, then closes the
 	// connection.
 	Cut
+	// GatewayTimeout answers 504 instead, as a proxy that gave up waiting
+	// does: the server ran the request.
+	GatewayTimeout
 )
 
 // AnswerProxy relays HTTP to the libSQL server at target, refusing
@@ -316,6 +319,9 @@ func AnswerProxy(t testing.TB, target string, fate func(body []byte) Fate) strin
 			w.Write(answer[:len(answer)/2])
 			w.(http.Flusher).Flush()
 			panic(http.ErrAbortHandler)
+		case GatewayTimeout:
+			http.Error(w, "upstream timed out", http.StatusGatewayTimeout)
+			return
 		}
 		for k, v := range resp.Header {
 			w.Header()[k] = v

@@ -259,10 +259,19 @@ func (c *hranaClient) send(ctx context.Context, steps []hranaStep) (*hranaBatchR
 		var e struct {
 			Error string `json:"error"`
 		}
+		msg := strings.TrimSpace(string(raw))
 		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			return nil, fmt.Errorf("%w: error code %d: %s", errRefused, resp.StatusCode, e.Error)
+			msg = e.Error
 		}
-		return nil, fmt.Errorf("%w: error code %d: %s", errRefused, resp.StatusCode, strings.TrimSpace(string(raw)))
+		if resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusGatewayTimeout {
+			// A proxy's answer (sqld sends neither): it may have passed
+			// the request on and given up on the answer, so the batch may
+			// have run. Not a refusal, which would be retried and could
+			// apply it twice; a transport failure, whose COMMIT's outcome
+			// is unknown, as src/ledger.js on Workers has it.
+			return nil, fmt.Errorf("hrana: error code %d: %s", resp.StatusCode, msg)
+		}
+		return nil, fmt.Errorf("%w: error code %d: %s", errRefused, resp.StatusCode, msg)
 	}
 	out, err := parsePipeline(&c.parser, raw)
 	if err != nil {
