@@ -65,27 +65,27 @@ export function frontWorker({ table, functions, migrations = [], openapi = null 
       const probed = await probe(request, env);
       if (probed) {
         if (probed.status === 405) {
-          return respond(request, requestId, platformError("method_not_allowed", `this path does not accept ${request.method}`, [["allow", probed.allow]]));
+          return respond(request, requestId, platformError("method_not_allowed", `this path does not accept ${request.method}`, [["allow", probed.allow]]), env);
         }
-        return respond(request, requestId, { status: probed.status, headers: [["content-type", "application/json; charset=utf-8"], ...(probed.headers ?? [])], body: JSON.stringify(probed.body) });
+        return respond(request, requestId, { status: probed.status, headers: [["content-type", "application/json; charset=utf-8"], ...(probed.headers ?? [])], body: JSON.stringify(probed.body) }, env);
       }
       const { route, allow } = match(table, request.method, requestPath(new URL(request.url)));
       if (!route) {
         if (allow.length > 0) {
-          return respond(request, requestId, platformError("method_not_allowed", `this path does not accept ${request.method}`, [["allow", allow.join(", ")]]));
+          return respond(request, requestId, platformError("method_not_allowed", `this path does not accept ${request.method}`, [["allow", allow.join(", ")]]), env);
         }
-        return respond(request, requestId, platformError("not_found", "no such route"));
+        return respond(request, requestId, platformError("not_found", "no such route"), env);
       }
       const fn = functions[route.function];
       const service = fn && env[fn.binding];
       if (!service) {
-        return respond(request, requestId, refused(route, platformError("function_unavailable", `the ${route.function} function is not deployed on this host`)));
+        return respond(request, requestId, refused(route, platformError("function_unavailable", `the ${route.function} function is not deployed on this host`)), env);
       }
       try {
         return await service.fetch(forwarded(request, requestId, fn.worker));
       } catch (e) {
         log("error", "function worker failed", { request_id: requestId, function: route.function, error: String(e?.stack ?? e) }, env);
-        return respond(request, requestId, platformError("internal_error", "the function failed; the request id identifies it in the logs"));
+        return respond(request, requestId, platformError("internal_error", "the function failed; the request id identifies it in the logs"), env);
       }
     },
   };

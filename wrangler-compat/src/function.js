@@ -155,7 +155,7 @@ export function functionWorker({ name, module, version, sha256, routes }) {
       const requestId = requestIdOf(request);
       const checkedOrError = checkedEnv(env ?? {});
       if (checkedOrError instanceof SettingError) {
-        return respond(request, requestId, platformError("misconfigured", `this Worker's settings are invalid: ${checkedOrError.message}`));
+        return respond(request, requestId, platformError("misconfigured", `this Worker's settings are invalid: ${checkedOrError.message}`), env);
       }
       const timing = { fnMs: 0, start: Date.now() };
       const work = serve(request, checkedOrError, requestId, timing).catch((e) => {
@@ -178,7 +178,7 @@ export function functionWorker({ name, module, version, sha256, routes }) {
       // and settling: waitUntil keeps it running to the end, so resending
       // the same Idempotency-Key replays it.
       ctx?.waitUntil?.(work);
-      return respond(request, requestId, await work);
+      return respond(request, requestId, await work, env);
     },
   };
 }

@@ -109,12 +109,17 @@ export function log(level, msg, fields, env) {
 /**
  * respond builds the HTTP response. The platform owns Cache-Control and adds
  * the request id unless the function set one (a replay keeps its original).
+ * With an https:// SERVICE_ORIGIN in env every answer carries
+ * Strict-Transport-Security, as on the wazero host (wasm-host/app,
+ * strictTransport): a browser that has seen it never sends the session
+ * cookie over plain http to this host again.
  */
-export function respond(request, requestId, answer) {
+export function respond(request, requestId, answer, env) {
   const headers = new Headers();
   for (const [name, value] of answer.headers) headers.append(name, value);
   headers.set("cache-control", "no-store");
   headers.set("x-content-type-options", "nosniff");
+  if (String(env?.SERVICE_ORIGIN ?? "").startsWith("https://")) headers.set("strict-transport-security", "max-age=31536000");
   if (!headers.has("x-request-id")) headers.set("x-request-id", requestId);
   let status = answer.status;
   // The wazero host sends any status from 100 to 999; a Response takes

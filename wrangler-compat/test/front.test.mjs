@@ -125,3 +125,14 @@ test("request ids are 32 hex digits that begin with the milliseconds they were m
   }
   assert.equal(new Set(ids.map((id) => id.slice(12))).size, ids.length, "the random part repeats");
 });
+
+test("an https SERVICE_ORIGIN puts Strict-Transport-Security on every answer, as on the wazero host", async () => {
+  const https = { SERVICE_ORIGIN: "https://gw.example" };
+  const notFound = await front.fetch(new Request("https://gw.test/nowhere"), https);
+  assert.equal(notFound.status, 404);
+  assert.equal(notFound.headers.get("strict-transport-security"), "max-age=31536000");
+  const live = await front.fetch(new Request("https://gw.test/healthz"), https);
+  assert.equal(live.headers.get("strict-transport-security"), "max-age=31536000");
+  const plain = await front.fetch(new Request("https://gw.test/nowhere"), { SERVICE_ORIGIN: "http://127.0.0.1:8787" });
+  assert.equal(plain.headers.get("strict-transport-security"), null, "not for a console served over http");
+});
