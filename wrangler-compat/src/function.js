@@ -140,7 +140,12 @@ export function functionWorker({ name, module, version, sha256, routes }) {
         timing.fnMs += Date.now() - outbound; // the function's own call, as on the wazero host
       }
     } catch (e) {
-      log("error", "function failed", { request_id: requestId, function: name, version, error: String(e?.stack ?? e) }, env);
+      // A refusal that ran nothing is not a failure to look into, and under
+      // overload a line per refused request would only add to the load: no
+      // line, as on the wazero host (server.failure).
+      if (!(e instanceof Overloaded)) {
+        log("error", "function failed", { request_id: requestId, function: name, version, error: String(e?.stack ?? e) }, env);
+      }
       const failed = failure(e, name, route);
       failed.headers.push(["x-function-version", version]);
       return failed;

@@ -321,8 +321,15 @@ test("a call resuming after an Await that finds no instance is out of time (504)
       if (which === refuse) throw new Overloaded(this.name);
       return fn(awaiting);
     };
-    const resp = await worker.fetch(new Request("https://gw.test/v1/service", { method: "POST", body: "{}" }), {});
-    return { calls, resp, body: await resp.json() };
+    const logged = [];
+    const error = console.error;
+    console.error = (line) => logged.push(JSON.parse(line).msg);
+    try {
+      const resp = await worker.fetch(new Request("https://gw.test/v1/service", { method: "POST", body: "{}" }), {});
+      return { calls, resp, body: await resp.json(), logged };
+    } finally {
+      console.error = error;
+    }
   };
   try {
     const late = await serve("continuing");
@@ -333,6 +340,7 @@ test("a call resuming after an Await that finds no instance is out of time (504)
     assert.equal(late.resp.headers.get("retry-after"), null, "out of time is not a retry-shortly refusal");
     assert.equal(late.resp.headers.get("x-service-credits"), null, "the reservation may stand: the charge is unknown");
     assert.equal(late.resp.headers.get("x-function-version"), "decide@0123456789ab");
+    assert.deepEqual(late.logged, ["function failed"]);
 
     const refused = await serve("first");
     assert.deepEqual(refused.calls, ["first"]);
@@ -340,6 +348,7 @@ test("a call resuming after an Await that finds no instance is out of time (504)
     assert.equal(refused.body.error.code, "overloaded");
     assert.equal(refused.resp.headers.get("retry-after"), "1");
     assert.equal(refused.resp.headers.get("x-service-credits"), "0", "nothing ran, nothing was charged");
+    assert.deepEqual(refused.logged, [], "a refusal is no failure: no line, as on the wazero host");
   } finally {
     Pool.prototype.run = run;
   }
