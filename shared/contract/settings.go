@@ -14,7 +14,7 @@ type Kind string
 const (
 	// Text is any string.
 	Text Kind = "text"
-	// Int is a whole number of at least Min.
+	// Int is a whole number from Min to MaxInt.
 	Int Kind = "int"
 	// Duration is a Go duration (30s, 24h) greater than zero.
 	Duration Kind = "duration"
@@ -32,6 +32,12 @@ const (
 	// characters, not blank, no control characters.
 	Model Kind = "model"
 )
+
+// MaxInt bounds every Int setting: what a function module's int holds
+// (TinyGo's wasm32 int is 32 bits, so a larger value would be read as this
+// one), and far below the sums the ledger makes with them (a welcome grant
+// added to a balance must stay a 64-bit integer, schema/ledger.md).
+const MaxInt = 1<<31 - 1
 
 // Setting is one row of the settings table.
 //
@@ -152,7 +158,7 @@ func IsSecret(name string) bool {
 func RuleOf(s *Setting) string {
 	switch s.Kind {
 	case Int:
-		return "a whole number ≥ " + strconv.Itoa(s.Min)
+		return "a whole number from " + strconv.Itoa(s.Min) + " to " + strconv.Itoa(MaxInt)
 	case Duration:
 		return "a Go duration > 0 (30s, 24h)"
 	case Enum:

@@ -44,7 +44,7 @@ func Check(s *contract.Setting, v string) (string, error) {
 	case contract.Text:
 		return v, nil
 	case contract.Int:
-		if n, err := strconv.Atoi(v); err != nil || n < s.Min {
+		if n, err := strconv.Atoi(v); err != nil || n < s.Min || n > contract.MaxInt {
 			return bad()
 		}
 		return v, nil

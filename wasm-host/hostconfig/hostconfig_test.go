@@ -135,6 +135,11 @@ func TestBadSettingIsRefusedByName(t *testing.T) {
 		{"SERVICE_IDEMPOTENCY_TTL", "24"},
 		{"GATEWAY_REQUEST_TIMEOUT", "0s"},
 		{"GATEWAY_POOL_SIZE", "0"},
+		// Past what a module's 32-bit int holds: read there as 2147483647,
+		// or, for the welcome grant, past the ledger's 64-bit balance.
+		{"SERVICE_RATE_LIMIT", "2147483648"},
+		{"SERVICE_WELCOME_CREDITS", "9223372036854775807"},
+		{"GATEWAY_POOL_SIZE", "2305843009213693952"},
 		{"UPSTREAM_KIND", "openai"},
 		{"UPSTREAM_URL", "ftp://vendor.example"},
 		{"MAIL_URL", "not a url"},
@@ -158,6 +163,9 @@ func TestBadSettingIsRefusedByName(t *testing.T) {
 		if _, err := from(map[string]string{"SERVICE_DEFAULT_MODEL": m}); err != nil {
 			t.Errorf("SERVICE_DEFAULT_MODEL=%q: %v", m, err)
 		}
+	}
+	if _, err := from(map[string]string{"SERVICE_RATE_LIMIT": "2147483647"}); err != nil {
+		t.Errorf("SERVICE_RATE_LIMIT=2147483647: %v", err)
 	}
 }
 

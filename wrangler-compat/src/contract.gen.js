@@ -151,7 +151,7 @@ export const SETTINGS = Object.freeze([
     "min": 1,
     "module": true,
     "doc": "decision requests per account per minute",
-    "rule": "a whole number ≥ 1"
+    "rule": "a whole number from 1 to 2147483647"
   },
   {
     "name": "SERVICE_MODELS_RATE_LIMIT",
@@ -160,7 +160,7 @@ export const SETTINGS = Object.freeze([
     "min": 1,
     "module": true,
     "doc": "GET /v1/models per account per minute",
-    "rule": "a whole number ≥ 1"
+    "rule": "a whole number from 1 to 2147483647"
   },
   {
     "name": "SERVICE_AUTH_RATE_LIMIT",
@@ -169,7 +169,7 @@ export const SETTINGS = Object.freeze([
     "min": 1,
     "module": true,
     "doc": "API authentication attempts per hashed client address per minute",
-    "rule": "a whole number ≥ 1"
+    "rule": "a whole number from 1 to 2147483647"
   },
   {
     "name": "SERVICE_WELCOME_CREDITS",
@@ -177,7 +177,7 @@ export const SETTINGS = Object.freeze([
     "kind": "int",
     "module": true,
     "doc": "one-time grant on first verification; 0 grants nothing",
-    "rule": "a whole number ≥ 0"
+    "rule": "a whole number from 0 to 2147483647"
   },
   {
     "name": "SERVICE_DOCS_URL",
@@ -225,7 +225,7 @@ export const SETTINGS = Object.freeze([
     "kind": "int",
     "min": 1,
     "doc": "calls running at once per function; up to 4× as many instances, the others waiting on the ledger",
-    "rule": "a whole number ≥ 1"
+    "rule": "a whole number from 1 to 2147483647"
   },
   {
     "name": "GATEWAY_REQUEST_TIMEOUT",
@@ -248,7 +248,7 @@ export const SETTINGS = Object.freeze([
     "kind": "int",
     "min": 1,
     "doc": "function requests a wazero host serves at once, those awaiting their upstream included; past it, 503 overloaded at once",
-    "rule": "a whole number ≥ 1"
+    "rule": "a whole number from 1 to 2147483647"
   },
   {
     "name": "GATEWAY_MAX_CONNECTIONS",
@@ -256,7 +256,7 @@ export const SETTINGS = Object.freeze([
     "kind": "int",
     "min": 1,
     "doc": "client connections a wazero host keeps open at once; past it, new ones wait in the listen backlog until one closes (unset: the process's open-file limit less 256, halved)",
-    "rule": "a whole number ≥ 1"
+    "rule": "a whole number from 1 to 2147483647"
   },
   {
     "name": "GATEWAY_FUNCTIONS_DIR",
@@ -317,7 +317,7 @@ export const SETTINGS = Object.freeze([
     "kind": "int",
     "min": 4096,
     "doc": "largest request header block",
-    "rule": "a whole number ≥ 4096"
+    "rule": "a whole number from 4096 to 2147483647"
   },
   {
     "name": "GATEWAY_MODULES",
@@ -374,6 +374,9 @@ export const SETTINGS = Object.freeze([
     "rule": "0 or 1"
   }
 ]);
+
+/** MAX_INT: the largest value of an int setting. */
+export const MAX_INT = Object.freeze(2147483647);
 
 /** SECRET_NAMES: names that are secrets whatever their suffix. */
 export const SECRET_NAMES = Object.freeze([

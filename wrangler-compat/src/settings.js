@@ -11,7 +11,7 @@
 // host alone (pool size, proxies, timeouts of its HTTP server) are not read
 // on Workers and not checked.
 
-import { SETTINGS } from "./contract.gen.js";
+import { MAX_INT, SETTINGS } from "./contract.gen.js";
 import { parseDuration } from "./duration.js";
 
 /** A setting that fails its rule; the message names it, as the Go host's. */
@@ -20,7 +20,7 @@ export class SettingError extends Error {}
 /** CHECKS holds each kind's test; a value that fails it is refused with the row's rule. */
 const CHECKS = {
   text: () => true,
-  int: (v, s) => /^[+-]?\d+$/.test(v) && Number(v) >= (s.min ?? 0),
+  int: (v, s) => /^[+-]?\d+$/.test(v) && Number(v) >= (s.min ?? 0) && Number(v) <= MAX_INT,
   duration: (v) => parseDuration(v) > 0,
   enum: (v, s) => s.values.some((want) => want.toLowerCase() === v.toLowerCase()),
   flag: (v) => v === "0" || v === "1",

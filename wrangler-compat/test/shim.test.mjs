@@ -51,6 +51,8 @@ test("settings are checked by the contract's rules and a bad one is named", () =
     ["SERVICE_RATE_LIMIT", "0"],
     ["SERVICE_AUTH_RATE_LIMIT", "many"],
     ["SERVICE_WELCOME_CREDITS", "-1"],
+    ["SERVICE_WELCOME_CREDITS", "9223372036854775807"],
+    ["SERVICE_RATE_LIMIT", "2147483648"],
     ["SERVICE_IDEMPOTENCY_TTL", "24"],
     ["GATEWAY_REQUEST_TIMEOUT", "0s"],
     ["UPSTREAM_KIND", "openai"],

@@ -38,6 +38,7 @@ func contractJS() []byte {
 		settings = append(settings, row{contract.Settings[i], contract.RuleOf(&contract.Settings[i])})
 	}
 	export(&b, "SETTINGS", "every setting: name, default, kind, min, values, secret, module, doc and its rule in words", settings)
+	export(&b, "MAX_INT", "the largest value of an int setting", contract.MaxInt)
 	export(&b, "SECRET_NAMES", "names that are secrets whatever their suffix", contract.SecretNames)
 	export(&b, "SECRET_SUFFIXES", "suffixes that mark any other name as a secret", contract.SecretSuffixes)
 	export(&b, "KEY_FORMAT", "the shape of every bearer secret (shared/keys)", keys.Format)
