@@ -22,7 +22,9 @@ const (
 	Enum Kind = "enum"
 	// Flag is 0 or 1.
 	Flag Kind = "flag"
-	// URL is an absolute http or https URL.
+	// URL is an absolute http or https URL with a host and no
+	// user:password@ (egress never sends one: a credential has its own
+	// setting).
 	URL Kind = "url"
 	// Origin is a browser origin exactly as a browser sends it.
 	Origin Kind = "origin"
@@ -166,7 +168,7 @@ func RuleOf(s *Setting) string {
 	case Flag:
 		return "0 or 1"
 	case URL:
-		return "an http(s) URL"
+		return "an http(s) URL without user:password@"
 	case Origin:
 		return "a browser origin"
 	case CIDRs:

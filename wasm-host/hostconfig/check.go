@@ -66,8 +66,15 @@ func Check(s *contract.Setting, v string) (string, error) {
 		}
 		return v, nil
 	case contract.URL:
-		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 			return bad()
+		}
+		if u.User != nil {
+			// Egress never sends a URL's user:password@, so every call
+			// would be denied; the value is not repeated, its password
+			// being a secret.
+			return "", fmt.Errorf("%s=%q: want %s (a credential goes in its _API_KEY setting)", s.Name, hideUserinfo(v), contract.RuleOf(s))
 		}
 		return v, nil
 	case contract.Origin:
@@ -86,4 +93,21 @@ func Check(s *contract.Setting, v string) (string, error) {
 		return v, nil
 	}
 	return "", fmt.Errorf("%s: unknown kind %q", s.Name, s.Kind)
+}
+
+// hideUserinfo is a URL with everything before the last @ of its authority
+// shown as …@, so a refusal can name the URL without its credential.
+func hideUserinfo(v string) string {
+	scheme, rest, ok := strings.Cut(v, "://")
+	if !ok {
+		return v
+	}
+	authority := len(rest)
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = i
+	}
+	if at := strings.LastIndexByte(rest[:authority], '@'); at >= 0 {
+		rest = "…@" + rest[at+1:]
+	}
+	return scheme + "://" + rest
 }

@@ -169,6 +169,28 @@ func TestBadSettingIsRefusedByName(t *testing.T) {
 	}
 }
 
+// A URL with user:password@ in it would be denied on every call (egress
+// sends no credential from a URL) and is refused at start, by name, without
+// repeating its password; so is a URL with a port and no host.
+func TestURLWithCredentialsIsRefusedWithoutEchoingThem(t *testing.T) {
+	for _, c := range []struct{ name, value string }{
+		{"UPSTREAM_URL", "https://ops:s3cret-pw@vendor.example/v1"},
+		{"MAIL_URL", "https://apikey-s3cret-pw@mail.example/send"},
+		{"UPSTREAM_URL", "http://:8080/v1"},
+	} {
+		env := map[string]string{"UPSTREAM_KIND": "vendor", "UPSTREAM_URL": "https://vendor.example/v1"}
+		env[c.name] = c.value
+		_, err := from(env)
+		if err == nil || !strings.HasPrefix(err.Error(), c.name+"=") {
+			t.Errorf("%s=%q: %v", c.name, c.value, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cret-pw") {
+			t.Errorf("%s: the refusal repeats the credential: %v", c.name, err)
+		}
+	}
+}
+
 // Modules get every setting they may read, checked and with its default
 // filled in, so no guest keeps a default of its own; never a secret.
 func TestModulesGetCheckedValuesWithDefaults(t *testing.T) {

@@ -126,7 +126,7 @@ export const SETTINGS = Object.freeze([
     "kind": "url",
     "module": true,
     "doc": "the upstream's base URL",
-    "rule": "an http(s) URL"
+    "rule": "an http(s) URL without user:password@"
   },
   {
     "name": "UPSTREAM_API_KEY",
@@ -201,7 +201,7 @@ export const SETTINGS = Object.freeze([
     "kind": "url",
     "module": true,
     "doc": "HTTP mail endpoint for sign-in links",
-    "rule": "an http(s) URL"
+    "rule": "an http(s) URL without user:password@"
   },
   {
     "name": "MAIL_API_KEY",

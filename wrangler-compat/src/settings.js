@@ -48,10 +48,25 @@ function canonical(v, s) {
 function httpURL(v) {
   try {
     const u = new URL(v);
-    return (u.protocol === "http:" || u.protocol === "https:") && u.hostname !== "";
+    return (u.protocol === "http:" || u.protocol === "https:") && u.hostname !== "" && u.username === "" && u.password === "";
   } catch {
     return false;
   }
+}
+
+/**
+ * hideUserinfo is a URL with everything before the last @ of its authority
+ * shown as …@, so a refusal (answered to every caller) never repeats a
+ * password (hostconfig.hideUserinfo).
+ */
+function hideUserinfo(v) {
+  const i = v.indexOf("://");
+  if (i < 0) return v;
+  const rest = v.slice(i + 3);
+  const end = rest.search(/[/?#]/);
+  const authority = end < 0 ? rest : rest.slice(0, end);
+  const at = authority.lastIndexOf("@");
+  return at < 0 ? v : `${v.slice(0, i + 3)}…@${rest.slice(at + 1)}`;
 }
 
 /** text is a setting's value as a string: [vars] may hold numbers and booleans. */
@@ -69,7 +84,7 @@ export function checkSettings(env) {
     if (!s.module && !s.secret) continue;
     const v = text(env[s.name]);
     if (v === "") continue;
-    if (!CHECKS[s.kind](v, s)) throw new SettingError(`${s.name}=${JSON.stringify(v)}: want ${s.rule}`);
+    if (!CHECKS[s.kind](v, s)) throw new SettingError(`${s.name}=${JSON.stringify(s.kind === "url" ? hideUserinfo(v) : v)}: want ${s.rule}`);
     out[s.name] = canonical(v, s);
   }
   return out;

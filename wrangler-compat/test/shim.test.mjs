@@ -71,6 +71,9 @@ test("settings are checked by the contract's rules and a bad one is named", () =
   for (const model of ["model-2026-01-15", "vendor/model", " model ", "é".repeat(128), "\u{1F600}".repeat(128)]) {
     assert.equal(checkSettings({ SERVICE_DEFAULT_MODEL: model }).SERVICE_DEFAULT_MODEL, model, model);
   }
+  assert.throws(() => checkSettings({ UPSTREAM_URL: "https://ops:s3cret-pw@vendor.example/v1" }),
+    (e) => e instanceof SettingError && e.message.startsWith("UPSTREAM_URL=") && !e.message.includes("s3cret-pw"),
+    "a URL with credentials is refused without repeating them");
 });
 
 test("durations parse as Go's time.ParseDuration does", () => {
