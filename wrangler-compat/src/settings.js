@@ -75,13 +75,20 @@ export function text(v) {
 }
 
 /**
+ * WORKER_HOST_SETTINGS are the host settings a function Worker reads itself
+ * (function.js): checked like the rows modules read, so a bad value is
+ * refused by name instead of quietly meaning no queue timeout.
+ */
+const WORKER_HOST_SETTINGS = new Set(["GATEWAY_QUEUE_TIMEOUT"]);
+
+/**
  * checkSettings returns env with every set setting the Workers read in its
  * canonical spelling, or throws SettingError naming the first bad one.
  */
 export function checkSettings(env) {
   const out = { ...env };
   for (const s of SETTINGS) {
-    if (!s.module && !s.secret) continue;
+    if (!s.module && !s.secret && !WORKER_HOST_SETTINGS.has(s.name)) continue;
     const v = text(env[s.name]);
     if (v === "") continue;
     if (!CHECKS[s.kind](v, s)) throw new SettingError(`${s.name}=${JSON.stringify(s.kind === "url" ? hideUserinfo(v) : v)}: want ${s.rule}`);

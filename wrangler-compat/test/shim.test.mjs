@@ -64,6 +64,8 @@ test("settings are checked by the contract's rules and a bad one is named", () =
     ["SERVICE_DEFAULT_MODEL", "m".repeat(129)],
     ["SERVICE_DEFAULT_MODEL", "model\nlatest"],
     ["SERVICE_DEFAULT_MODEL", "model\u0085"],
+    ["GATEWAY_QUEUE_TIMEOUT", "-1s"], // read by function.js: unchecked, it meant no queue timeout
+    ["GATEWAY_QUEUE_TIMEOUT", "soon"],
   ]) {
     assert.throws(() => checkSettings({ [name]: value }), (e) => e instanceof SettingError && e.message.startsWith(`${name}=`), `${name}=${value}`);
   }
