@@ -84,7 +84,7 @@ var Settings = []Setting{
 	{Name: "SERVICE_MODELS_RATE_LIMIT", Default: "60", Kind: Int, Min: 1, Module: true, Doc: "GET /v1/models per account per minute"},
 	{Name: "SERVICE_AUTH_RATE_LIMIT", Default: "600", Kind: Int, Min: 1, Module: true, Doc: "API authentication attempts per hashed client address per minute"},
 	{Name: "SERVICE_WELCOME_CREDITS", Default: "100", Kind: Int, Min: 0, Module: true, Doc: "one-time grant on first verification; 0 grants nothing"},
-	{Name: "SERVICE_DOCS_URL", Kind: Text, Module: true, Doc: "documentation link in the public configuration"},
+	{Name: "SERVICE_DOCS_URL", Kind: URL, Module: true, Doc: "documentation link in the public configuration"},
 	{Name: "SERVICE_IDEMPOTENCY_TTL", Default: "24h", Kind: Duration, Module: true, Doc: "idempotency retention"},
 	{Name: "MAIL_URL", Kind: URL, Module: true, Doc: "HTTP mail endpoint for sign-in links"},
 	{Name: "MAIL_API_KEY", Kind: Text, Secret: true, Doc: "the mail endpoint's Bearer token"},

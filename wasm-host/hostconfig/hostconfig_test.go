@@ -143,6 +143,10 @@ func TestBadSettingIsRefusedByName(t *testing.T) {
 		{"UPSTREAM_KIND", "openai"},
 		{"UPSTREAM_URL", "ftp://vendor.example"},
 		{"MAIL_URL", "not a url"},
+		// Served as the public configuration's docsUrl, which clients
+		// follow: a link, not any text.
+		{"SERVICE_DOCS_URL", "javascript:alert(1)"},
+		{"SERVICE_DOCS_URL", "see the wiki"},
 		{"GATEWAY_DEV", "yes"},
 		// A default model the gateway would refuse in a request (spec
 		// §2.1, §8): blank, too long, a control character.

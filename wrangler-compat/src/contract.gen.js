@@ -182,10 +182,10 @@ export const SETTINGS = Object.freeze([
   {
     "name": "SERVICE_DOCS_URL",
     "default": "",
-    "kind": "text",
+    "kind": "url",
     "module": true,
     "doc": "documentation link in the public configuration",
-    "rule": "any text"
+    "rule": "an http(s) URL without user:password@"
   },
   {
     "name": "SERVICE_IDEMPOTENCY_TTL",

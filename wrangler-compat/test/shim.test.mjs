@@ -57,6 +57,7 @@ test("settings are checked by the contract's rules and a bad one is named", () =
     ["GATEWAY_REQUEST_TIMEOUT", "0s"],
     ["UPSTREAM_KIND", "openai"],
     ["UPSTREAM_URL", "ftp://x"],
+    ["SERVICE_DOCS_URL", "javascript:alert(1)"],
     ["SERVICE_ORIGIN", "https://gw.example/"],
     ["SERVICE_ORIGIN", "https://GW.example"],
     ["GATEWAY_DEV", "yes"],
