@@ -207,6 +207,55 @@ func TestServeAnswersMetricsOnTheirOwnListener(t *testing.T) {
 	}
 }
 
+// `serve` on another address than SERVICE_ORIGIN's default, with
+// SERVICE_ORIGIN unset, says so before it serves: the console at the
+// printed address would have every write refused 403 origin_not_allowed.
+// Set to that address, or on the default address, it says nothing.
+func TestServeWarnsWhenTheConsoleOriginIsNotItsAddress(t *testing.T) {
+	dir := t.TempDir()
+	if out, ok := gateway(t, dir, nil, "admin", "migrate"); !ok {
+		t.Fatalf("admin migrate:\n%s", out)
+	}
+	warned := func(env ...string) bool {
+		cmd := exec.Command(testenv.Binary(t), "serve")
+		cmd.Dir = dir
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+			"GATEWAY_FUNCTIONS_DIR=" + filepath.Join(testenv.Root(t), "build", "functions"), "GATEWAY_DATA_DIR=" + t.TempDir()}, env...)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+		defer func() { go io.Copy(io.Discard, stderr) }()
+		warning := false
+		lines := bufio.NewScanner(stderr)
+		for lines.Scan() {
+			var l struct{ Msg, Origin, Addr string }
+			if json.Unmarshal(lines.Bytes(), &l) != nil {
+				continue
+			}
+			if strings.HasPrefix(l.Msg, "SERVICE_ORIGIN is unset") {
+				warning = l.Origin == "http://127.0.0.1:8787" && strings.HasPrefix(l.Addr, "http://127.0.0.1:")
+			}
+			if l.Msg == "serving" {
+				return warning
+			}
+		}
+		t.Fatalf("serve %v stopped before serving", env)
+		return false
+	}
+	addr := testenv.FreeAddr(t)
+	if !warned("SERVICE_ADDR=" + addr) {
+		t.Errorf("serve on %s with SERVICE_ORIGIN unset gave no warning", addr)
+	}
+	if warned("SERVICE_ADDR="+addr, "SERVICE_ORIGIN=http://"+addr) {
+		t.Errorf("serve on %s with SERVICE_ORIGIN=http://%s warned", addr, addr)
+	}
+}
+
 // A module of another function is refused by `release canary`: every
 // function speaks the same ABI, so models.wasm released as decide would
 // load, pass its canary and answer decisions with a model list.

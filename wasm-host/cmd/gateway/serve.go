@@ -83,6 +83,12 @@ func serve(log *slog.Logger, args []string) error {
 		}
 		defer msrv.Close()
 	}
+	if at := "http://" + ln.Addr().String(); os.Getenv("SERVICE_ORIGIN") == "" && at != cfg.Origin {
+		// Browser writes must send exactly SERVICE_ORIGIN: with its
+		// default, the console opened at this host's own address could
+		// read but every sign-in and key would be refused 403.
+		log.Warn("SERVICE_ORIGIN is unset, so the console accepts writes only from its default origin, not from the address served here; set SERVICE_ORIGIN to the origin browsers open", "origin", cfg.Origin, "addr", at)
+	}
 	log.Info("serving", "addr", "http://"+ln.Addr().String(), "ledger", ledger.Redact(cfg.LedgerURL), "upstream_kind", cfg.UpstreamKind, "functions", len(a.Functions), "max_connections", maxConns, "dev", *dev)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
