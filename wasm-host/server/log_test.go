@@ -73,6 +73,35 @@ func TestLogLevelsAndCauses(t *testing.T) {
 	}
 }
 
+// limited answers as a function refusing a request does: a 4xx with its
+// error code.
+type limited struct{}
+
+func (limited) Handle(context.Context, *abi.Request) (abi.Response, error) {
+	return policy.Error(contract.RateLimitExceeded, "the window is exhausted"), nil
+}
+
+// At info, a refused request's line names its error code (no cause: the
+// gateway did not fail); a success's line has none.
+func TestRequestLineNamesTheErrorCodeOfARefusal(t *testing.T) {
+	for _, c := range []struct {
+		h    Handler
+		code any
+	}{{limited{}, "rate_limit_exceeded"}, {noting{200, ""}, nil}} {
+		var logs bytes.Buffer
+		s := &Server{Routes: routes.Table, Functions: map[string]Handler{"config": c.h}, Timeout: time.Minute,
+			Log: slog.New(slog.NewJSONHandler(&logs, nil))}
+		s.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/api/service/config", nil))
+		var line map[string]any
+		if err := json.Unmarshal(logs.Bytes(), &line); err != nil {
+			t.Fatalf("%v in %q", err, logs.String())
+		}
+		if line["level"] != "INFO" || line["code"] != c.code || line["cause"] != nil {
+			t.Errorf("logged %v, want code %v", line, c.code)
+		}
+	}
+}
+
 // refusing fails as a pool does that found no instance in time.
 type refusing struct{ err error }
 

@@ -137,7 +137,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.logAnswer(r, rid, route, &resp, cause, elapsed)
 }
 
-// logAnswer writes the request's log line. An answer the gateway failed to
+// logAnswer writes the request's log line, with the error code of an
+// answer that has one. An answer the gateway failed to
 // give (5xx) is a warning, and a 502 or 504, where something beyond the
 // function failed, an error; both carry the error code and, when the host
 // knows it, the cause: the failed outbound call, or why the function
@@ -165,6 +166,10 @@ func (s *Server) logAnswer(r *http.Request, rid string, route *routes.Route, res
 	}
 	if level > slog.LevelInfo {
 		attrs = append(attrs, slog.String("code", resp.Headers.Get(policy.HErrorCode)), slog.String("cause", cause))
+	} else if code := resp.Headers.Get(policy.HErrorCode); code != "" {
+		// A refusal (4xx) names its error code, so the log tells a 429 of
+		// the account's window from one of the address's sign-in limit.
+		attrs = append(attrs, slog.String("code", code))
 	}
 	s.Log.LogAttrs(ctx, level, "request", attrs...)
 }
