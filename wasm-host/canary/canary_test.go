@@ -276,3 +276,29 @@ func TestUnnamedReleasedModuleIsServedAnotherFunctionsIsNot(t *testing.T) {
 		t.Fatal("a release of the decide function's module as config was applied")
 	}
 }
+
+// A host that stops writes the outcomes it counted since its last poll:
+// the fleet's counts survive a restart, and a canary's last requests are
+// judged even when their host is gone before its next tick.
+func TestClosedHostWritesItsLastOutcomes(t *testing.T) {
+	h := startHost(t)
+	v := h.canary(t, 10000, wideOpen)
+	for i := range 5 {
+		if r := h.asAccount(t, "/x", account(i)); r.status != 200 || r.version != v.Label() {
+			t.Fatalf("request %d: %+v", i, r)
+		}
+	}
+	h.table.Close()
+	ctx := context.Background()
+	st, ok, err := h.store.Get(ctx, function)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	c, _, err := h.store.StepCounts(ctx, function, v.SHA256, st.StepSince)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Requests != 5 {
+		t.Errorf("after Close the ledger holds %d of the canary's 5 requests", c.Requests)
+	}
+}

@@ -292,7 +292,8 @@ func (t *Table) Start(every time.Duration) {
 	}()
 }
 
-// Close stops polling and closes every version the Table loaded. Built
+// Close stops polling, writes the outcomes not written yet, and closes
+// every version the Table loaded. Built
 // modules stay open: they belong to the caller.
 func (t *Table) Close() {
 	if t.stop != nil {
@@ -300,6 +301,15 @@ func (t *Table) Close() {
 		<-t.done
 		t.stop = nil
 	}
+	// The outcomes counted since the last tick (up to a poll interval of
+	// them) go to the ledger too: the
+	// fleet's counts survive a restart, and a canary's last failures are
+	// not lost with the host that served them.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if err := t.Flush(ctx); err != nil {
+		t.opts.Log.Warn("release outcomes of the last poll not written", "error", err.Error())
+	}
+	cancel()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for v := range t.pools {
