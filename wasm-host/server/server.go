@@ -205,6 +205,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string) (abi.
 	if maxBody == 0 {
 		maxBody = contract.DefaultMaxBody
 	}
+	if r.ContentLength > maxBody {
+		// Declared too large: refused from the header, so the client is
+		// not asked for the body (no 100 Continue) and a Content-Length
+		// that promises more than arrives is not waited for. The
+		// connection closes: the unread body must not be taken for the
+		// next request, nor read to skip it.
+		resp := refused(route, tooLarge(maxBody))
+		resp.Headers.Set("connection", "close")
+		return resp, route, ""
+	}
 	body, err := s.readBody(w, r, maxBody)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		resp := refused(route, policy.Error(contract.BodyTimeout, "the request body did not arrive in time"))
@@ -216,7 +226,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rid string) (abi.
 	}
 	if int64(len(body)) > maxBody {
 		// Refused before any function runs: it costs nothing.
-		return refused(route, policy.Error(contract.BodyTooLarge, "the request body exceeds "+strconv.FormatInt(maxBody, 10)+" bytes")), route, ""
+		return refused(route, tooLarge(maxBody)), route, ""
 	}
 	req := abi.Request{
 		Method:     r.Method,
@@ -279,6 +289,11 @@ func refused(route *routes.Route, resp abi.Response) abi.Response {
 		resp.Headers.Set(policy.HServiceCredits, "0")
 	}
 	return resp
+}
+
+// tooLarge is the answer to a body over the route's cap of maxBody bytes.
+func tooLarge(maxBody int64) abi.Response {
+	return policy.Error(contract.BodyTooLarge, "the request body exceeds "+strconv.FormatInt(maxBody, 10)+" bytes")
 }
 
 // overloaded is the answer to a request refused before anything of it ran.
