@@ -242,10 +242,7 @@ func queryValue(query, name string) string {
 // (schema/mail.md) and returns "" on success or why it failed. The link is
 // a bearer secret until used, so it is never logged here.
 func sendLink(env *platform.Env, mailURL, to, link string) string {
-	from := env.Config.Get("SERVICE_MAIL_FROM")
-	if from == "" {
-		from = "Decision Gateway <no-reply@localhost>"
-	}
+	from := env.Config.Get("SERVICE_MAIL_FROM") // the host fills in its default
 	minutes := strconv.Itoa(accounts.SignInTTL / 60)
 	var w jsonw.Writer
 	w.Open('{')

@@ -27,7 +27,7 @@ func TestSignInLinkVerifiesOnceGrantsWelcomeOnceAndSetsSecureCookie(t *testing.T
 	}
 	mails := h.Mails()
 	if len(mails) != 1 || mails[0].To != "ada@example.com" || mails[0].Authorization != "Bearer "+consoletest.MailKey ||
-		mails[0].Subject == "" || mails[0].From == "" || !strings.Contains(mails[0].HTML, origin+"/#signin=dgl_") {
+		mails[0].Subject == "" || mails[0].From != "Decision Gateway <no-reply@localhost>" || !strings.Contains(mails[0].HTML, origin+"/#signin=dgl_") {
 		t.Fatalf("mail %+v", mails)
 	}
 	link := h.LastLink("ada@example.com")

@@ -213,7 +213,7 @@ export const SETTINGS = Object.freeze([
   },
   {
     "name": "SERVICE_MAIL_FROM",
-    "default": "",
+    "default": "Decision Gateway \u003cno-reply@localhost\u003e",
     "kind": "text",
     "module": true,
     "doc": "sender address of sign-in mail",
