@@ -320,14 +320,21 @@ func replay(k *ledgerq.Retained) abi.Response {
 // settle records the outcome. A ledger that is away for a moment (a
 // restart takes seconds) is retried with jittered backoff until until, which
 // leaves the request time to answer before its deadline. It returns the
-// X-Service-Credits value, or false when the outcome could not be recorded.
+// X-Service-Credits value, or false when the outcome could not be recorded:
+// a success another host already reconciled (its lease had ended by that
+// host's clock, or this host was paused past it) is refunded and its key
+// failed, so it is not recorded either.
 func settle(env *platform.Env, st *ledgerq.Settle, until time.Time) (string, bool) {
 	var err error
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		var mine bool
 		if mine, err = ledgerq.SettleDecision(env.Ledger, st); err == nil {
-			if st.OK && mine {
+			switch {
+			case st.OK && mine:
 				return strconv.FormatInt(st.Cost, 10), true
+			case st.OK:
+				env.Error("success not recorded: the attempt was already reconciled (failed, refunded)")
+				return "", false
 			}
 			return "0", true // refunded, now or by an earlier reconciliation
 		}
