@@ -319,16 +319,23 @@ func replay(k *ledgerq.Retained) abi.Response {
 
 // settle records the outcome. A ledger that is away for a moment (a
 // restart takes seconds) is retried with jittered backoff until until, which
-// leaves the request time to answer before its deadline. It returns the
+// leaves the request time to answer before its deadline; a retry that finds
+// a success already settled reads whether an earlier try, whose answer was
+// lost, charged it. It returns the
 // X-Service-Credits value, or false when the outcome could not be recorded:
 // a success another host already reconciled (its lease had ended by that
 // host's clock, or this host was paused past it) is refunded and its key
 // failed, so it is not recorded either.
 func settle(env *platform.Env, st *ledgerq.Settle, until time.Time) (string, bool) {
 	var err error
-	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+	for wait, retry := 50*time.Millisecond, false; ; wait, retry = min(2*wait, time.Second), true {
 		var mine bool
-		if mine, err = ledgerq.SettleDecision(env.Ledger, st); err == nil {
+		mine, err = ledgerq.SettleDecision(env.Ledger, st)
+		if err == nil && st.OK && !mine && retry {
+			// An earlier try may have committed and lost its answer.
+			mine, err = ledgerq.Charged(env.Ledger, st.RequestID)
+		}
+		if err == nil {
 			switch {
 			case st.OK && mine:
 				return strconv.FormatInt(st.Cost, 10), true

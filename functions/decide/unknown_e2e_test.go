@@ -60,3 +60,40 @@ func TestReservationWithALostAnswerIsReconciledNotCalledFree(t *testing.T) {
 	}
 	g.CheckInvariant()
 }
+
+// A settlement whose answer is lost after sqld committed it is retried,
+// and the retry finds the attempt already settled. That is this host's own
+// charge, not a reconciliation by another: the decision is delivered with
+// the credits it cost (spec §4.8), with or without an Idempotency-Key, and
+// a resend of the key replays it.
+func TestSettlementWithALostAnswerIsChargedOnceAndSaysSo(t *testing.T) {
+	var armed atomic.Bool
+	url := sqldtest.AnswerProxy(t, sqldtest.Start(t), func(body []byte) sqldtest.Fate {
+		if (bytes.Contains(body, []byte("state = 'succeeded'")) || bytes.Contains(body, []byte("decision_settlements"))) && armed.CompareAndSwap(true, false) {
+			return sqldtest.Drop
+		}
+		return sqldtest.Forward
+	})
+	g := startGateway(t, url, nil)
+	acct, key := g.NewAccount(randomEmail(), 10)
+	for i, headers := range [][]string{{"Idempotency-Key", "lost-settlement"}, nil} {
+		armed.Store(true)
+		r := g.post(key, simpleRequest, headers...)
+		if armed.Load() {
+			t.Fatal("no settlement answer was lost")
+		}
+		if r.Status != 200 || r.Header.Get("X-Service-Credits") != "1" {
+			t.Errorf("headers %v: a settlement that committed: %d %q credits %q %s", headers, r.Status, r.code(), r.Header.Get("X-Service-Credits"), r.Body)
+		}
+		if g.Balance(acct) != int64(9-i) {
+			t.Fatalf("balance %d", g.Balance(acct))
+		}
+	}
+	if again := g.post(key, simpleRequest, "Idempotency-Key", "lost-settlement"); again.Status != 200 || again.Header.Get("X-Idempotency-Replayed") != "true" {
+		t.Errorf("resend: %d %q", again.Status, again.code())
+	}
+	if n := len(g.vendor.Seen()); n != 2 {
+		t.Errorf("upstream calls %d", n)
+	}
+	g.CheckInvariant()
+}

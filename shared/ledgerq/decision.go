@@ -298,6 +298,20 @@ func tokens(n int64) abi.Value {
 	return num(n)
 }
 
+// Charged reports whether a decision attempt is settled as charged
+// (succeeded). A settlement retried after its answer was lost reads it to
+// learn whether the first try committed: the keyed settlement reports only
+// whether it changed the attempt, which a retry of a committed one did not.
+func Charged(l platform.Ledger, requestID string) (bool, error) {
+	var x batch.Builder
+	x.Add(`SELECT state = 'succeeded' FROM requests WHERE id = ?`, nil, str(requestID))
+	res, err := x.Run(l)
+	if err != nil {
+		return false, err
+	}
+	return len(res[0].Rows) == 1 && res[0].Rows[0][0].Truthy(), nil
+}
+
 // ExpireLease ends a pending attempt's lease at once, so it is reconciled
 // by the account's next decision or the sweeper. A function calls it when it
 // could not settle an attempt whose upstream already answered.
