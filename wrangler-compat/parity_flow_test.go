@@ -71,6 +71,14 @@ func TestDecisionsAndKeysAgreeOnBothHosts(t *testing.T) {
 	conflict := p.both("POST", "/v1/service", strings.Replace(decisionBody, "red", "green", 1), withKey("Idempotency-Key", "op-1"))
 	p.same("conflicting reuse of a key", conflict, true, decisionHeaders...)
 
+	// A key sent twice is no key: both hosts refuse it before any charge
+	// (the Workers runtime joins the fields into "op-1, op-2").
+	twice := p.both("POST", "/v1/service", decisionBody, withKey("Idempotency-Key", "op-1", "Idempotency-Key", "op-2"))
+	p.same("Idempotency-Key sent twice", twice, true, decisionHeaders...)
+	if twice[0].status != 400 || twice[0].header.Get("X-Service-Error-Code") != "invalid_idempotency_key" {
+		t.Errorf("Idempotency-Key sent twice: %d %q", twice[0].status, twice[0].header.Get("X-Service-Error-Code"))
+	}
+
 	p.same("default model", p.both("POST", "/v1/service", strings.Replace(decisionBody, `"model":"model-x",`, "", 1), withKey()), false, decisionHeaders...)
 
 	for _, c := range []struct{ what, body string }{

@@ -146,7 +146,7 @@ func (p *pair) each(f func(i int) string) [2]string {
 	return [2]string{f(0), f(1)}
 }
 
-// do sends the same request to side i.
+// do sends the same request to side i, with header as name/value pairs.
 func (p *pair) do(i int, method, path, body string, header ...string) answer {
 	p.t.Helper()
 	req, err := http.NewRequest(method, p.sides[i].url+path, strings.NewReader(body))
@@ -154,7 +154,7 @@ func (p *pair) do(i int, method, path, body string, header ...string) answer {
 		p.t.Fatal(err)
 	}
 	for k := 0; k+1 < len(header); k += 2 {
-		req.Header.Set(header[k], header[k+1])
+		req.Header.Add(header[k], header[k+1]) // a name given twice is sent twice
 	}
 	// A redirect is an answer to compare, never followed.
 	resp, err := (&http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)

@@ -71,9 +71,9 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	if refusal != nil {
 		return *refusal
 	}
-	idemKey := req.Headers.Get("idempotency-key")
-	if req.Headers.Has("idempotency-key") && !validIdempotencyKey(idemKey) {
-		return fail(contract.InvalidIdempotencyKey, "Idempotency-Key must be 1 to 255 visible ASCII characters")
+	idemKey, ok := idempotencyKey(req)
+	if !ok {
+		return fail(contract.InvalidIdempotencyKey, "Idempotency-Key must be sent once, as 1 to 255 visible ASCII characters")
 	}
 	var err error
 	canonical, err = encoder.AppendTree(canonical[:0], d.call.Tree, d.call.Model)
@@ -390,6 +390,24 @@ func fail(code contract.Code, message string) abi.Response {
 	resp := policy.Error(code, message)
 	resp.Headers.Set(policy.HServiceCredits, "0")
 	return resp
+}
+
+// idempotencyKey reads the request's Idempotency-Key ("" when there is
+// none); false when the header is invalid. A key sent twice is refused,
+// even twice the same: which operation the client meant is unknown, and
+// HTTP lets a recipient join repeated fields into one ("a, b"), which is
+// what the Workers runtime hands its function and which is no valid key.
+// Taking the first would charge a new operation for a resend whose
+// fields came in another order.
+func idempotencyKey(req *abi.Request) (string, bool) {
+	key, n := "", 0
+	for _, h := range req.Headers {
+		if h.Name == "idempotency-key" {
+			key = h.Value
+			n++
+		}
+	}
+	return key, n == 0 || n == 1 && validIdempotencyKey(key)
 }
 
 // validIdempotencyKey: 1 to 255 visible ASCII characters (schema/errors.md).

@@ -74,6 +74,39 @@ func TestDifferentCanonicalRequestConflicts(t *testing.T) {
 	}
 }
 
+// An Idempotency-Key sent twice is refused before anything is charged,
+// also twice the same: taking one of them would make a resend whose fields
+// came in another order a second billed operation, and the Workers runtime
+// joins them into one value that is no valid key.
+func TestIdempotencyKeySentTwiceIsRefused(t *testing.T) {
+	g := startGateway(t, "", nil)
+	acct, key := g.NewAccount(randomEmail(), 10)
+	for _, keys := range [][]string{{"op-a", "op-b"}, {"op-b", "op-a"}, {"op-a", "op-a"}} {
+		req, _ := http.NewRequest("POST", g.URL+"/v1/service", strings.NewReader(simpleRequest))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		for _, k := range keys {
+			req.Header.Add("Idempotency-Key", k)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 400 || resp.Header.Get("X-Service-Error-Code") != "invalid_idempotency_key" || resp.Header.Get("X-Service-Credits") != "0" {
+			t.Errorf("keys %q: %d %q credits %q", keys, resp.StatusCode, resp.Header.Get("X-Service-Error-Code"), resp.Header.Get("X-Service-Credits"))
+		}
+	}
+	if n := len(g.vendor.Seen()); n != 0 || g.Balance(acct) != 10 {
+		t.Fatalf("upstream called %d times, balance %d: want none and 10", n, g.Balance(acct))
+	}
+	// Either key alone is still unused.
+	if r := g.post(key, simpleRequest, "Idempotency-Key", "op-b"); r.Status != 200 || r.Header.Get("X-Idempotency-Replayed") != "" {
+		t.Fatalf("op-b alone: %d replayed %q", r.Status, r.Header.Get("X-Idempotency-Replayed"))
+	}
+	g.CheckInvariant()
+}
+
 func TestPendingKeyAnswersInProgress(t *testing.T) {
 	g := startGateway(t, "", nil)
 	_, key := g.NewAccount(randomEmail(), 10)
