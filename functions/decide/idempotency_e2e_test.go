@@ -150,8 +150,8 @@ func TestPendingKeyOutlivesAShortRetention(t *testing.T) {
 		t.Fatalf("upstream called %d times, balance %d: want once and 9", n, g.Balance(acct))
 	}
 	rows := g.Rows(`SELECT expires_at - created_at FROM idempotency WHERE key = 'long'`)
-	if len(rows) != 1 || rows[0][0].AsInt() != 1 {
-		t.Fatalf("retention after settling: %v, want 1 s", rows)
+	if len(rows) != 1 || rows[0][0].AsInt() != 2 {
+		t.Fatalf("retention after settling: %v, want 2 s (1 s from a creation within the second created_at names)", rows)
 	}
 	g.CheckInvariant()
 }
@@ -167,6 +167,44 @@ func TestExpiredKeyStartsNewBilledOperation(t *testing.T) {
 	}
 	if g.Balance(acct) != 8 || len(g.vendor.Seen()) != 2 {
 		t.Fatalf("balance %d, calls %d", g.Balance(acct), len(g.vendor.Seen()))
+	}
+}
+
+// A retention is kept whole: the ledger counts whole seconds, and a
+// record is live for at least SERVICE_IDEMPOTENCY_TTL after its attempt
+// began, also under a second, so a resend at once is a replay, never a
+// second charge. (Truncated to whole seconds, 500ms kept no record at all.)
+func TestRetentionIsNeverShortenedToWholeSeconds(t *testing.T) {
+	for _, ttl := range []string{"500ms", "1500ms"} {
+		t.Run(ttl, func(t *testing.T) {
+			g := startGateway(t, "", map[string]string{"SERVICE_IDEMPOTENCY_TTL": ttl})
+			acct, key := g.NewAccount(randomEmail(), 10)
+			d, _ := time.ParseDuration(ttl)
+			g.post(key, simpleRequest) // warm: the first decision of a host starts its instances
+			began := time.Now()
+			g.post(key, simpleRequest, "Idempotency-Key", "ok")
+			r := g.post(key, simpleRequest, "Idempotency-Key", "ok")
+			if since := time.Since(began); since >= d {
+				t.Logf("the resend came %s after the first began, past the retention: its answer is not checked", since)
+			} else if r.Header.Get("X-Idempotency-Replayed") != "true" || len(g.vendor.Seen()) != 2 || g.Balance(acct) != 8 {
+				t.Errorf("resend within the retention: %d replayed %q credits %q; upstream called %d times, balance %d: want a replay, 2 and 8",
+					r.Status, r.Header.Get("X-Idempotency-Replayed"), r.Header.Get("X-Service-Credits"), len(g.vendor.Seen()), g.Balance(acct))
+			}
+			g.vendor.Handle(func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+				w.WriteHeader(500)
+				w.Write([]byte(`{"error":{}}`))
+			})
+			g.post(key, simpleRequest, "Idempotency-Key", "failed")
+			for _, row := range g.Rows(`SELECT key, state, expires_at - created_at FROM idempotency`) {
+				// created_at is the second the attempt began in, and a
+				// record is live while expires_at is after the current
+				// second: live for d after its start needs more than d.
+				if float64(row[2].AsInt()) <= d.Seconds() {
+					t.Errorf("%s record (%s) kept %d s from its created_at, not more than %s", row[0].AsString(), row[1].AsString(), row[2].AsInt(), ttl)
+				}
+			}
+			g.CheckInvariant()
+		})
 	}
 }
 

@@ -100,7 +100,7 @@ func ReserveDecision(l platform.Ledger, r *Reserve) (Reservation, error) {
 	retention := max(r.TTL, r.Lease+time.Second) // a key is taken over when expires_at <= now; a stale attempt is one with lease_until < now
 	reserve := x.Add(reservationSQL, nil,
 		str(r.RequestID), str(r.AccountID), keyHash, authScope, num(int64(r.AuthLimit)), num(w.Start), num(int64(r.RateLimit)),
-		nullable(r.IdemKey), fingerprint, num(now+int64(retention/time.Second)), num(r.Cost), str(r.Source), str(r.Model),
+		nullable(r.IdemKey), fingerprint, num(now+retentionSeconds(retention)), num(r.Cost), str(r.Source), str(r.Model),
 		num(int64(r.Questions)), num(now+int64(r.Lease/time.Second)), num(now))
 	record := -1
 	if r.IdemKey != "" {
@@ -236,7 +236,19 @@ func (s *Settle) keep() int64 {
 	if s.TTL <= 0 {
 		return math.MaxInt64 / 2
 	}
-	return int64(s.TTL / time.Second)
+	return retentionSeconds(s.TTL)
+}
+
+// retentionSeconds is what a record whose retention is d adds to its
+// created_at to make its expires_at. Both are whole seconds, created_at
+// the second the attempt began in, and a record is live while expires_at
+// is after the current second; so d is rounded up and one second added,
+// and a record is live for at least d after its attempt began, at most 2 s
+// longer. Truncated, a retention under a second (SERVICE_IDEMPOTENCY_TTL=
+// 500ms) kept no record at all, and any other could end up to a second
+// early, when a resend of the key would be billed again.
+func retentionSeconds(d time.Duration) int64 {
+	return int64((d+time.Second-1)/time.Second) + 1
 }
 
 // SettleDecision charges or refunds a pending attempt and completes or
