@@ -230,6 +230,28 @@ func TestEdgeDecisionsAgreeOnBothHosts(t *testing.T) {
 	}
 }
 
+// TestEdgeBindingPastTheDeadlineAgreesOnBothHosts: a binding that never
+// answers is given up where a vendor's fetch would be, before the request's
+// deadline, so on both hosts the decision settles: 504 upstream_timeout,
+// X-Service-Credits 0, the reservation refunded at once.
+func TestEdgeBindingPastTheDeadlineAgreesOnBothHosts(t *testing.T) {
+	p := startPairWith(t, "edge", "", func(w http.ResponseWriter, r *http.Request, body []byte) {
+		<-r.Context().Done()
+	}, func(_ int, env map[string]string) { env["GATEWAY_REQUEST_TIMEOUT"] = "4s" })
+	key := p.each(func(i int) string { return p.admin(i, "key", "slow-binding@example.test") })
+	before := p.balances("slow-binding@example.test")
+	d := p.both("POST", "/v1/service", edgeBody, func(i int) []string { return bearer(key[i]) })
+	p.same("a binding that never answers", d, true, decisionHeaders...)
+	for i, a := range d {
+		if a.status != 504 || a.header.Get("X-Service-Error-Code") != "upstream_timeout" || a.header.Get("X-Service-Credits") != "0" {
+			t.Errorf("%s: %d %v %s", p.sides[i].name, a.status, a.header, a.body)
+		}
+	}
+	if after := p.balances("slow-binding@example.test"); after != before {
+		t.Errorf("balances %v after a timed-out binding call, want %v (refunded)", after, before)
+	}
+}
+
 func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/settings"
 	"decisiongateway/wasm-host/canary"
 	"decisiongateway/wasm-host/egress"
 	"decisiongateway/wasm-host/metrics"
@@ -131,6 +132,16 @@ func (a *App) fetch(ctx context.Context, f *abi.FetchRequest) abi.FetchResponse 
 func (a *App) runAI(ctx context.Context, r *abi.AIRequest) abi.AIResponse {
 	if a.Config.UpstreamKind != "edge" {
 		return abi.AIResponse{ErrKind: abi.FetchErrDenied, ErrMsg: "no model binding configured"}
+	}
+	// The call ends where a function's fetch to its upstream would
+	// (settings.UpstreamTimeout), not at the request's deadline: the
+	// decision still has its margin to settle, answering 504
+	// upstream_timeout refunded instead of an attempt left to its lease.
+	if dl, ok := ctx.Deadline(); ok {
+		s := settings.Settings{RequestTimeout: a.Config.RequestTimeout}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, dl.Add(s.UpstreamTimeout()-s.RequestTimeout))
+		defer cancel()
 	}
 	start := time.Now()
 	res := a.Egress.RunAI(ctx, a.Config.UpstreamURL, r)

@@ -28,6 +28,15 @@ function requestTimeout(env) {
   return parseDuration(env.GATEWAY_REQUEST_TIMEOUT || DEFAULT_TIMEOUT);
 }
 
+/**
+ * settleMargin is the part of the request's deadline a decision keeps to
+ * settle after its upstream call (shared/settings.UpstreamTimeout): a
+ * quarter of it, at most 5 s.
+ */
+function settleMargin(timeoutMs) {
+  return Math.min(timeoutMs / 4, 5000);
+}
+
 /** A new request's wait for an instance: GATEWAY_QUEUE_TIMEOUT, checked, or its default. */
 const DEFAULT_QUEUE = SETTINGS.find((s) => s.name === "GATEWAY_QUEUE_TIMEOUT").default;
 
@@ -136,7 +145,7 @@ export function functionWorker({ name, module, version, sha256, routes }) {
         }
         if (awaits === MAX_AWAITS) throw new Error(`${name} asked for more than ${MAX_AWAITS} outbound calls`);
         const outbound = Date.now();
-        call = { ...message, resume: await beforeDeadline(awaitCall(answer.await, env), deadline, name, timeoutMs) };
+        call = { ...message, resume: await beforeDeadline(awaitCall(answer.await, env, deadline - settleMargin(timeoutMs)), deadline, name, timeoutMs) };
         timing.fnMs += Date.now() - outbound; // the function's own call, as on the wazero host
       }
     } catch (e) {

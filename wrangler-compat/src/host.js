@@ -273,20 +273,25 @@ export function ledgerFor(url, token) {
  * (schema/abi.md, "Awaiting") while no instance waits on it, and returns the
  * Resume to call the function again with.
  */
-export async function awaitCall(a, env) {
+export async function awaitCall(a, env, until) {
   if (a.fetch) return { state: a.state, fetch: await hostFetch(a.fetch, env) };
-  if (a.ai) return { state: a.state, ai: await runModel(a.ai, env) };
+  if (a.ai) return { state: a.state, ai: await runModel(a.ai, env, until) };
   return { state: a.state, fetch: { status: 0, headers: [], body: null, errKind: "denied", errMsg: "an await names no call" } };
 }
+
+/** TIMED_OUT stands for a binding that had not answered by its time. */
+const TIMED_OUT = Symbol("timed out");
 
 /**
  * runModel calls the Workers AI binding, env.AI.run(model, inputs), and
  * answers in the shape the wazero host gets from the Workers AI REST API
  * ({"result":…,"success":…,"errors":[…]} with an HTTP status), so a function
  * maps one answer shape on both hosts. As there, only a deployment whose
- * upstream is "edge" has a model binding.
+ * upstream is "edge" has a model binding, and the call is given up at until
+ * (a time in ms), where a function's fetch to its upstream would end, so
+ * the decision still settles before the request's deadline.
  */
-async function runModel(r, env) {
+async function runModel(r, env, until) {
   if (env.UPSTREAM_KIND !== "edge" || typeof env.AI?.run !== "function") {
     return { status: 0, output: null, errKind: "denied", errMsg: "no model binding configured" };
   }
@@ -303,10 +308,20 @@ async function runModel(r, env) {
     return rest(400, null, [{ code: 400, message: `input is not JSON: ${e.message}` }]);
   }
   let answer;
+  let timer;
+  const late = new Promise((resolve) => {
+    if (until !== undefined) timer = setTimeout(() => resolve(TIMED_OUT), Math.max(0, until - Date.now()));
+  });
   try {
-    answer = rest(200, (await env.AI.run(r.model, inputs)) ?? null, []);
+    const output = await Promise.race([env.AI.run(r.model, inputs), late]);
+    if (output === TIMED_OUT) {
+      return { status: 0, output: null, errKind: "timeout", errMsg: "upstream did not answer in time" };
+    }
+    answer = rest(200, output ?? null, []);
   } catch (e) {
     answer = rest(502, null, [{ code: 502, message: String(e?.message ?? e) }]);
+  } finally {
+    clearTimeout(timer);
   }
   // The binding is never given the operator's key, but an output that holds
   // it must not reach a module either (as fetch.js checks every answer).

@@ -160,3 +160,26 @@ func TestEdgeBindingErrorsKeepStatusAndBody(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgeBindingPastTheDeadlineIsRefunded: a binding that never answers is
+// given up early enough for the decision to settle, as a vendor's or
+// router's call is (settings.UpstreamTimeout): 504 upstream_timeout,
+// refunded at once, not an unsettled attempt left to its lease.
+func TestEdgeBindingPastTheDeadlineIsRefunded(t *testing.T) {
+	b := newFake(t, func(w http.ResponseWriter, r *http.Request, body []byte) { <-r.Context().Done() })
+	g := startGateway(t, "edge", b.URL, "GATEWAY_REQUEST_TIMEOUT", "2s")
+	acct, key := g.account(100)
+	for i := 0; i < 3; i++ {
+		r := g.decide(key, decision)
+		if r.Status != 504 || r.code() != "upstream_timeout" || r.source() != "platform" {
+			t.Fatalf("attempt %d: %d %s %s", i+1, r.Status, r.code(), r.Body)
+		}
+		if g.charged(r, acct, 100) != 0 {
+			t.Errorf("attempt %d: a timed-out binding call was charged", i+1)
+		}
+	}
+	if n := g.count(`SELECT COUNT(*) FROM requests WHERE state = 'failed' AND charged = 0`); n != 3 {
+		t.Errorf("%d failed, refunded records, want 3", n)
+	}
+	g.CheckInvariant()
+}
