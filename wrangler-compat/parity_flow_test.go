@@ -252,6 +252,29 @@ func TestEdgeBindingPastTheDeadlineAgreesOnBothHosts(t *testing.T) {
 	}
 }
 
+// TestEdgeOversizedBindingOutputAgreesOnBothHosts: a binding output past
+// the 4 MiB every upstream answer is held to is refused on both hosts, 502
+// upstream_response_too_large, refunded, never handed to the module.
+func TestEdgeOversizedBindingOutputAgreesOnBothHosts(t *testing.T) {
+	huge := strings.Replace(bindingAnswer, `"usage":`, `"padding":"`+strings.Repeat("x", 4<<20)+`","usage":`, 1)
+	p := startPair(t, "edge", "", func(w http.ResponseWriter, r *http.Request, body []byte) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, huge)
+	})
+	key := p.each(func(i int) string { return p.admin(i, "key", "huge-binding@example.test") })
+	before := p.balances("huge-binding@example.test")
+	d := p.both("POST", "/v1/service", edgeBody, func(i int) []string { return bearer(key[i]) })
+	p.same("an oversized binding output", d, true, decisionHeaders...)
+	for i, a := range d {
+		if a.status != 502 || a.header.Get("X-Service-Error-Code") != "upstream_response_too_large" || a.header.Get("X-Service-Credits") != "0" {
+			t.Errorf("%s: %d %v %.300s", p.sides[i].name, a.status, a.header, a.body)
+		}
+	}
+	if after := p.balances("huge-binding@example.test"); after != before {
+		t.Errorf("balances %v after an oversized binding output, want %v (refunded)", after, before)
+	}
+}
+
 func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)

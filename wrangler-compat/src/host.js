@@ -20,7 +20,7 @@ import * as abi from "./abi.js";
 import { Wasi } from "./wasi.js";
 import { Ledger } from "./ledger.js";
 import { config } from "./config.js";
-import { hostFetch, echoes } from "./fetch.js";
+import { DEFAULT_MAX_BYTES, hostFetch, echoes } from "./fetch.js";
 import { redact, secretsOf } from "./respond.js";
 
 const encoder = new TextEncoder();
@@ -322,6 +322,11 @@ async function runModel(r, env, until) {
     answer = rest(502, null, [{ code: 502, message: String(e?.message ?? e) }]);
   } finally {
     clearTimeout(timer);
+  }
+  // The wazero host reads the REST answer through the fetch path, which
+  // holds any answer to 4 MiB; the binding's output is held to the same.
+  if (answer.output.length > DEFAULT_MAX_BYTES) {
+    return { status: 0, output: null, errKind: "too_large", errMsg: `response body over ${DEFAULT_MAX_BYTES} bytes` };
   }
   // The binding is never given the operator's key, but an output that holds
   // it must not reach a module either (as fetch.js checks every answer).
