@@ -2,8 +2,12 @@ const base = process.env.DECISION_BASE_URL ?? "http://127.0.0.1:8787/v1";
 const body = JSON.stringify({ state: "a ripe red apple", questions: {
   fruit: { type: "choice", criteria: { apple: "an apple", pear: "a pear" } } } });
 const key = crypto.randomUUID(); // one Idempotency-Key per logical operation
-const retryable = ["request_in_progress", "rate_limit_exceeded", "ledger_unavailable"];
+// Codes after which the same key and body may be resent: nothing ran, or
+// the outcome is unknown. Any other code is the caller's to fix first.
+const retryable = ["request_in_progress", "rate_limit_exceeded", "overloaded", "ledger_unavailable",
+  "function_timeout", "internal_error"];
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const backoff = (attempt) => 2 ** attempt * (250 + Math.random() * 250); // jittered
 for (let attempt = 1; ; attempt++) {
   let response;
   try {
@@ -12,7 +16,7 @@ for (let attempt = 1; ; attempt++) {
         "Content-Type": "application/json", "Idempotency-Key": key } });
   } catch (error) { // no answer proves nothing: resend the same key and body
     if (attempt === 5) throw error;
-    await sleep(2 ** attempt * 500);
+    await sleep(backoff(attempt));
     continue;
   }
   const code = response.headers.get("X-Service-Error-Code"); // classify by header, never by text
@@ -23,7 +27,8 @@ for (let attempt = 1; ; attempt++) {
       "request:", response.headers.get("X-Request-Id"));
     break;
   }
-  if (attempt === 5 || !retryable.includes(code)) throw new Error(`${response.status} ${code}: ${await response.text()}`);
+  const text = await response.text();
+  if (attempt === 5 || !retryable.includes(code)) throw new Error(`${response.status} ${code} (Idempotency-Key ${key}): ${text}`);
   const delay = Number(response.headers.get("Retry-After"));
-  await sleep(Number.isInteger(delay) && delay > 0 ? delay * 1000 : 2 ** attempt * 500);
+  await sleep(Number.isInteger(delay) && delay > 0 ? delay * 1000 : backoff(attempt));
 }

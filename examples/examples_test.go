@@ -5,12 +5,15 @@ package examples_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"decisiongateway/shared/abi"
@@ -90,6 +93,73 @@ func TestSnippetsRunAgainstTheGateway(t *testing.T) {
 				t.Fatalf("balance %d after one decision from 5", b)
 			}
 			h.CheckInvariant()
+		})
+	}
+}
+
+// The Python and JavaScript snippets resend the same key and body after an
+// answer that says wait (503 overloaded: nothing ran) or proves nothing
+// (504 function_timeout: the outcome is unknown, spec §7 rule 3), rather
+// than giving up on an operation that may succeed or may be charged.
+func TestSnippetsResendTheKeyAfterAnAnswerThatProvesNothing(t *testing.T) {
+	type sent struct{ key, body string }
+	var (
+		mu   sync.Mutex
+		seen []sent
+	)
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen = append(seen, sent{r.Header.Get("Idempotency-Key"), string(body)})
+		n := len(seen)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fail := func(status int, code string) {
+			w.Header().Set("X-Service-Error-Source", "platform")
+			w.Header().Set("X-Service-Error-Code", code)
+			w.WriteHeader(status)
+			w.Write([]byte(`{"error":{"code":"` + code + `","message":"words"}}`))
+		}
+		switch n {
+		case 1:
+			w.Header().Set("Retry-After", "1")
+			fail(http.StatusServiceUnavailable, "overloaded")
+		case 2:
+			fail(http.StatusGatewayTimeout, "function_timeout")
+		default:
+			w.Header().Set("X-Service-Credits", "1")
+			w.Header().Set("X-Request-Id", "req-3")
+			w.Write([]byte(`{"model":"m","answers":{"fruit":{"type":"choice","choice":"apple","probabilities":{"apple":1,"pear":0},"confidence":1}}}`))
+		}
+	}))
+	defer gw.Close()
+	for _, s := range snippets {
+		if s.file != "decide.py" && s.file != "decide.mjs" {
+			continue
+		}
+		t.Run(s.file, func(t *testing.T) {
+			if _, err := exec.LookPath(s.run[0]); err != nil {
+				t.Skipf("%s is not installed on this machine, so examples/%s cannot run", s.run[0], s.file)
+			}
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			cmd := exec.Command(s.run[0], s.run[1:]...)
+			cmd.Env = append(os.Environ(), "DECISION_BASE_URL="+gw.URL+"/v1", "DECISION_API_KEY=dgk_test")
+			out, err := cmd.CombinedOutput()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil || len(seen) != 3 {
+				t.Fatalf("%v: %v after %d requests\n%s", s.run, err, len(seen), out)
+			}
+			for _, a := range seen[1:] {
+				if a.key == "" || a != seen[0] {
+					t.Fatalf("attempts sent %q, want one key and body throughout", seen)
+				}
+			}
+			if m := answerLine.FindSubmatch(out); m == nil || string(m[1]) != "req-3" {
+				t.Fatalf("printed:\n%s", out)
+			}
 		})
 	}
 }
