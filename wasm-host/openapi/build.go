@@ -35,6 +35,7 @@ type op struct {
 	origin               bool       // needs Origin equal to SERVICE_ORIGIN
 	upstream             bool       // may forward an upstream's error (spec §7 rule 1)
 	decision             bool       // carries the decision headers of spec §4.8
+	headers              []string   // header components on every answer, failures included
 }
 
 // answer is one success response.
@@ -79,8 +80,9 @@ var ops = map[string]op{
 		summary:     "List the upstream's models",
 		description: "Vendor: the upstream's list as sent; edge: the platform catalog (one model, vendor/model); router: 501. Not an allowlist (spec §4.2).",
 		params:      []string{"GatewayVersion"},
-		success:     map[int]answer{200: {"The model list.", "ModelList", []string{"XRateLimitLimit", "XRateLimitRemaining", "XRateLimitReset"}}},
+		success:     map[int]answer{200: {"The model list.", "ModelList", nil}},
 		codes:       [][]string{apiKeyCodes, {"rate_limit_exceeded", "model_listing_not_supported"}, fetchCodes}, upstream: true,
+		headers: modelsHeaders,
 	},
 	"GET /api/service/config": {
 		summary: "Public configuration", params: []string{"GatewayVersion"},
@@ -121,7 +123,7 @@ var ops = map[string]op{
 	"GET /api/service/auth/verify": {
 		summary: "Open a sign-in link of the earlier form", params: []string{"SignInToken", "GatewayVersion"},
 		description: "Spends nothing: a redirect to the console with the token in the fragment (/#signin=…, what mails carry now), or to /?signin=invalid for a malformed token. The console spends it with POST (schema/console.md).",
-		success:     map[int]answer{303: {"To the console.", "", []string{"Location"}}},
+		success:     map[int]answer{303: {"To the console.", "", []string{"Location", "ReferrerPolicy"}}},
 	},
 	"POST /api/service/auth/verify": {
 		summary: "Spend a sign-in link", request: "SignInVerify", params: []string{"GatewayVersion"}, origin: true,
@@ -148,7 +150,7 @@ var hostPaths = map[string]op{
 		200: {"The host can serve decisions.", "Readiness", nil},
 		503: {"What is not ready.", "Readiness", nil},
 	}},
-	"GET /openapi.json": {summary: "This document", success: map[int]answer{200: {"The OpenAPI document.", "Document", nil}}},
+	"GET /openapi.json": {summary: "This document", success: map[int]answer{200: {"The OpenAPI document.", "Document", []string{"AccessControlAllowOrigin"}}}},
 }
 
 // Build returns the document for src, indented, with a final newline.
@@ -305,7 +307,11 @@ func (b builder) operation(method, pattern string, o op, r *Route) (map[string]a
 		}
 		// Any status may also carry an upstream's error on a route that
 		// reaches the upstream.
-		responses[strconv.Itoa(status)] = b.failure(union(cs, forwarded), o)
+		f := b.failure(union(cs, forwarded), o)
+		if status == 401 && r != nil && r.Auth == APIKey {
+			f["headers"].(map[string]any)[headerNames["WWWAuthenticate"]] = ref("headers", "WWWAuthenticate")
+		}
+		responses[strconv.Itoa(status)] = f
 	}
 	if len(forwarded) > 0 {
 		for _, class := range []string{"4XX", "5XX"} {
@@ -342,7 +348,7 @@ func (b builder) success(a answer, o op, routed bool) map[string]any {
 	if o.decision {
 		names = decisionHeaders
 	}
-	for _, n := range names {
+	for _, n := range append(slices.Clone(names), o.headers...) {
 		h[headerNames[n]] = ref("headers", n)
 	}
 	out := map[string]any{"description": a.description, "headers": h}
@@ -369,11 +375,13 @@ func (b builder) failure(codes []string, o op) map[string]any {
 	h["X-Service-Error-Source"] = source
 	h["X-Service-Error-Code"] = map[string]any{"description": "The error's stable code.", "required": true, "schema": map[string]any{"type": "string", "enum": codes}}
 	h["Retry-After"] = ref("headers", "RetryAfter")
+	extra := o.headers
 	if o.decision {
-		for _, n := range decisionHeaders {
-			if _, set := h[headerNames[n]]; !set {
-				h[headerNames[n]] = ref("headers", n)
-			}
+		extra = decisionHeaders
+	}
+	for _, n := range extra {
+		if _, set := h[headerNames[n]]; !set {
+			h[headerNames[n]] = ref("headers", n)
 		}
 	}
 	return map[string]any{

@@ -51,7 +51,8 @@ var headerNames = map[string]string{
 	"XUpstreamRateLimitLimit": "X-Upstream-RateLimit-Limit", "XUpstreamRateLimitRemaining": "X-Upstream-RateLimit-Remaining",
 	"XUpstreamRateLimitReset": "X-Upstream-RateLimit-Reset", "RetryAfter": "Retry-After",
 	"XIdempotencyReplayed": "X-Idempotency-Replayed", "XServiceResponseMode": "X-Service-Response-Mode",
-	"Location": "Location", "SetCookie": "Set-Cookie",
+	"Location": "Location", "SetCookie": "Set-Cookie", "ReferrerPolicy": "Referrer-Policy",
+	"WWWAuthenticate": "WWW-Authenticate", "AccessControlAllowOrigin": "Access-Control-Allow-Origin",
 }
 
 // decisionHeaders are the response headers of spec §4.8, on every answer
@@ -59,6 +60,12 @@ var headerNames = map[string]string{
 var decisionHeaders = []string{"XUpstreamRequestId", "XVendorRequestId", "XServiceCredits", "XRateLimitLimit",
 	"XRateLimitRemaining", "XRateLimitReset", "XUpstreamRateLimitLimit", "XUpstreamRateLimitRemaining",
 	"XUpstreamRateLimitReset", "RetryAfter", "XIdempotencyReplayed", "XServiceResponseMode"}
+
+// modelsHeaders are on every answer of GET /v1/models once the key and the
+// account's listing window passed: the window, and what the upstream's
+// answer forwards (spec §4.8's forwarding rules).
+var modelsHeaders = []string{"XUpstreamRequestId", "XVendorRequestId", "XRateLimitLimit", "XRateLimitRemaining",
+	"XRateLimitReset", "XUpstreamRateLimitLimit", "XUpstreamRateLimitRemaining", "XUpstreamRateLimitReset", "RetryAfter"}
 
 func header(desc string, schema map[string]any, required bool) map[string]any {
 	h := map[string]any{"description": desc, "schema": schema}
@@ -91,8 +98,11 @@ var headers = map[string]any{
 	"XIdempotencyReplayed":        header("true on a successful replay.", map[string]any{"const": "true"}, false),
 	"XServiceResponseMode": header("How the answer was made (spec §4.8).",
 		map[string]any{"type": "string", "enum": []any{"vendor-native", "edge-runtime", "router-adapted", "legacy-cache"}}, false),
-	"Location":  header("The console: SERVICE_ORIGIN/, with ?signin=invalid or ?signin=error on failure.", str, true),
-	"SetCookie": header("dg_session=…; Path=/; HttpOnly; SameSite=Lax (Secure on https); cleared by sign-out.", str, false),
+	"Location":                 header("The console: SERVICE_ORIGIN/, with ?signin=invalid or ?signin=error on failure.", str, true),
+	"SetCookie":                header("dg_session=…; Path=/; HttpOnly; SameSite=Lax (Secure on https); cleared by sign-out.", str, false),
+	"ReferrerPolicy":           header("no-referrer: the link's token never leaves in a Referer.", map[string]any{"const": "no-referrer"}, true),
+	"WWWAuthenticate":          header("The API key's scheme (RFC 6750), on the platform's own 401 (missing_api_key, invalid_api_key); a forwarded upstream 401 has none.", map[string]any{"const": `Bearer realm="decision-gateway"`}, false),
+	"AccessControlAllowOrigin": header("Any origin may read the document.", map[string]any{"const": "*"}, true),
 }
 
 func obj(required []string, props map[string]any) map[string]any {

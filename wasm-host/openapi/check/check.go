@@ -29,6 +29,7 @@ type Validator struct {
 	mu  sync.Mutex // the validator's caches are not documented as safe for concurrent use
 	v   validator.Validator
 	ops map[string][]string // method → path templates
+	doc map[string]any      // the document, parsed
 }
 
 // New parses doc and checks it against the OpenAPI 3.1 schema.
@@ -56,7 +57,11 @@ func New(doc []byte) (*Validator, error) {
 			ops[strings.ToUpper(method)] = append(ops[strings.ToUpper(method)], path)
 		}
 	}
-	return &Validator{v: v, ops: ops}, nil
+	var raw map[string]any
+	if err := json.Unmarshal(doc, &raw); err != nil {
+		return nil, err
+	}
+	return &Validator{v: v, ops: ops, doc: raw}, nil
 }
 
 var (
@@ -113,6 +118,66 @@ func (v *Validator) Response(req *http.Request, status int, h http.Header, body 
 		return nil
 	}
 	return fmt.Errorf("%s %s → %d: %s\nbody: %.400s", req.Method, req.URL.Path, status, joined(errs), body)
+}
+
+// generic are headers any HTTP answer may carry, which the document does
+// not list.
+var generic = []string{"Content-Type", "Content-Length", "Date", "Connection", "Transfer-Encoding",
+	"X-Content-Type-Options", "Strict-Transport-Security"}
+
+// Undescribed returns the headers of an answer to method and path with
+// status that the document's response for it does not describe, generic
+// ones aside: what a reader of the document would not know to expect. The
+// validator checks the headers described; this, that none is missing.
+func (v *Validator) Undescribed(method, path string, status int, h http.Header) []string {
+	var op map[string]any
+	for _, tmpl := range v.ops[method] {
+		if matches(tmpl, path) {
+			op, _ = v.at("paths", tmpl, strings.ToLower(method)).(map[string]any)
+		}
+	}
+	responses, _ := op["responses"].(map[string]any)
+	resp, ok := responses[fmt.Sprint(status)]
+	if !ok {
+		resp = responses[fmt.Sprint(status/100)+"XX"]
+	}
+	described, _ := v.resolve(resp).(map[string]any)["headers"].(map[string]any)
+	var out []string
+	for name := range h {
+		known := false
+		for d := range described {
+			known = known || http.CanonicalHeaderKey(d) == name
+		}
+		for _, g := range generic {
+			known = known || g == name
+		}
+		if !known {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// at walks the parsed document.
+func (v *Validator) at(keys ...string) any {
+	var cur any = v.doc
+	for _, k := range keys {
+		m, _ := cur.(map[string]any)
+		cur = m[k]
+	}
+	return cur
+}
+
+// resolve follows a local $ref.
+func (v *Validator) resolve(x any) any {
+	m, _ := x.(map[string]any)
+	if r, ok := m["$ref"].(string); ok {
+		return v.resolve(v.at(strings.Split(strings.TrimPrefix(r, "#/"), "/")...))
+	}
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
 }
 
 func joined[E error](errs []E) string {
