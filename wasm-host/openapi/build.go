@@ -305,20 +305,71 @@ func (b builder) operation(method, pattern string, o op, r *Route) (map[string]a
 		if _, taken := responses[strconv.Itoa(status)]; taken {
 			return nil, fmt.Errorf("%s %s: status %d is both a success and an error", method, pattern, status)
 		}
-		// Any status may also carry an upstream's error on a route that
-		// reaches the upstream.
-		f := b.failure(union(cs, forwarded), o)
+		// A status may also carry an upstream's error on a route that
+		// reaches the upstream, under the code of that status.
+		at, err := forwardedAt(forwarded, status)
+		if err != nil {
+			return nil, err
+		}
+		f := b.failure(union(cs, at), o)
 		if status == 401 && r != nil && r.Auth == APIKey {
 			f["headers"].(map[string]any)[headerNames["WWWAuthenticate"]] = ref("headers", "WWWAuthenticate")
 		}
 		responses[strconv.Itoa(status)] = f
 	}
-	if len(forwarded) > 0 {
-		for _, class := range []string{"4XX", "5XX"} {
-			responses[class] = b.failure(forwarded, o)
+	// The other statuses an upstream may answer with, by class.
+	for _, class := range []int{4, 5} {
+		var cs []string
+		for status := class * 100; status < class*100+100 && len(forwarded) > 0; status++ {
+			if _, listed := responses[strconv.Itoa(status)]; listed {
+				continue
+			}
+			at, err := forwardedAt(forwarded, status)
+			if err != nil {
+				return nil, err
+			}
+			cs = union(cs, at)
+		}
+		if len(cs) > 0 {
+			responses[strconv.Itoa(class)+"XX"] = b.failure(cs, o)
 		}
 	}
 	out["responses"] = responses
+	return out, nil
+}
+
+// forwardedStatuses are the statuses an upstream's error can be answered
+// with under each forwarded code (shared/upstream's upstreamErrorCode,
+// schema/errors.md); upstream_error takes every other 4xx and 5xx.
+var forwardedStatuses = map[string][]int{
+	"provider_busy":             {429, 503, 529},
+	"upstream_rejected_request": {400, 422},
+	"upstream_auth_failed":      {401, 403},
+	"upstream_not_found":        {404},
+	"upstream_timeout":          {408, 504},
+}
+
+// forwardedAt returns the codes of forwarded that an answer of status can
+// carry.
+func forwardedAt(forwarded []string, status int) ([]string, error) {
+	var out []string
+	for _, c := range forwarded {
+		at, known := forwardedStatuses[c]
+		switch {
+		case c == "upstream_error":
+			other := true
+			for _, at := range forwardedStatuses {
+				other = other && !slices.Contains(at, status)
+			}
+			if other {
+				out = append(out, c)
+			}
+		case !known:
+			return nil, fmt.Errorf("forwarded code %s has no statuses in forwardedStatuses", c)
+		case slices.Contains(at, status):
+			out = append(out, c)
+		}
+	}
 	return out, nil
 }
 
