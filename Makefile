@@ -56,7 +56,7 @@ test-go:
 	GOEXPERIMENT=jsonv2 $(GO) test -count=1 ./shared/validate/
 
 ## test-socket: the decision, idempotency, keys, usage, config and credential stories on the socket build (schema/socket.md), real sqld
-SOCKET_STORIES := Test(ExplicitModel|OmittedModel|ValidationFailures|KeysThatCannot|InsufficientCredits|AccountRateLimit|UpstreamAnswersMapped|UpstreamTimeout|OperatorKey|Replay|DifferentCanonical|PendingKey|ExpiredKey|ConcurrentSameKey|UnsettledDecision|ClientThatHangsUp|CreatedSecret|SessionRoutes|KeyWritesNeed|TwentyFirst|Eleventh|RevokedKey|AnotherAccounts|UsageWindows|Config|.*EchoingTheOperatorKey)
+SOCKET_STORIES := Test(ExplicitModel|OmittedModel|ValidationFailures|KeysThatCannot|InsufficientCredits|AccountRateLimit|UpstreamAnswersMapped|UpstreamTimeout|OperatorKey|Replay|DifferentCanonical|PendingKey|ExpiredKey|ConcurrentSameKey|UnsettledDecision|ClientThatHangsUp|CreatedSecret|SessionRoutes|KeyWritesNeed|TwentyFirst|Eleventh|RevokedKey|AnotherAccounts|UsageWindows|Config|.*EchoingTheOperatorKey|EdgeBaseURL)
 test-socket:
 	# One host first, so wazero's cache holds every module before the
 	# packages run in parallel and would each compile 14 MB modules.

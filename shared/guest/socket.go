@@ -154,7 +154,9 @@ func (socketModel) Run(r *abi.AIRequest) (abi.AIResponse, error) {
 	}
 	ctx, cancel := upstreamDeadline()
 	defer cancel()
-	return client().RunAI(ctx, os.Getenv("UPSTREAM_URL"), r), nil
+	// The base without its trailing slashes, as the wazero host holds it
+	// (hostconfig), so the call goes to {base}/run/{model} on both builds.
+	return client().RunAI(ctx, strings.TrimRight(os.Getenv("UPSTREAM_URL"), "/"), r), nil
 }
 
 // envConfig reads the plain settings from the environment: the same

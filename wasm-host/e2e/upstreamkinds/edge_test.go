@@ -53,6 +53,24 @@ func TestEdgeDecisionEndToEnd(t *testing.T) {
 	}
 }
 
+// UPSTREAM_URL may end with a slash: the binding is still called at
+// {base}/run/{model}, on either build (the socket build's module makes the
+// call itself, from its environment).
+func TestEdgeBaseURLWithTrailingSlashReachesTheBinding(t *testing.T) {
+	b := newBinding(t)
+	g := startGateway(t, "edge", b.URL+"/ai/")
+	_, key := g.account(100)
+	if r := g.decide(key, decision); r.Status != 200 {
+		t.Fatalf("%d %v %s", r.Status, r.Header, r.Body)
+	}
+	if reqs := b.Seen(); len(reqs) != 1 || reqs[0].Path != "/ai/run/vendor/model" {
+		for _, r := range reqs {
+			t.Errorf("binding received %s %s", r.Method, r.Path)
+		}
+		t.Fatalf("want one POST /ai/run/vendor/model")
+	}
+}
+
 func TestEdgeModelAliasesReachTheBinding(t *testing.T) {
 	b := newBinding(t)
 	g := startGateway(t, "edge", b.URL)
