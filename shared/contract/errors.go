@@ -128,7 +128,7 @@ var Errors = []ErrorCode{
 	{FunctionUnavailable, 503, false, "the route's function is not deployed on this host"},
 	{Overloaded, 503, false, "every instance of the function is busy"},
 	{FunctionTimeout, 504, false, "the function did not finish before its deadline"},
-	{Misconfigured, 503, false, "a setting of this Worker is invalid; it serves nothing until fixed"},
+	{Misconfigured, 503, false, "a setting of this Worker or socket module is invalid; it serves nothing until fixed"},
 	{MissingAPIKey, 401, false, "no Authorization header"},
 	{InvalidAPIKey, 401, false, "the API key is malformed, unknown or revoked"},
 	{AuthRateLimited, 429, false, "too many authentication attempts from the client address this minute"},

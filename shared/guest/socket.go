@@ -23,7 +23,9 @@ import (
 	"time"
 
 	"decisiongateway/shared/abi"
+	"decisiongateway/shared/contract"
 	"decisiongateway/shared/platform"
+	"decisiongateway/shared/policy"
 	"decisiongateway/shared/settings"
 	"decisiongateway/wasm-host/egress"
 	"decisiongateway/wasm-host/hostconfig"
@@ -62,12 +64,48 @@ func handle(ptr, n uint32) uint64 {
 	var resp abi.Response
 	if err != nil {
 		resp = abi.Response{Status: 400, Body: []byte(err.Error())}
+	} else if _, err := checkedSettings(); err != nil {
+		resp = policy.Error(contract.Misconfigured, "this module's settings are invalid: "+err.Error())
 	} else {
 		started = time.Now()
 		env.Logger.(*lineLogger).requestID = req.RequestID
 		resp = Run(&env, handler, &req)
 	}
 	return respond(&resp)
+}
+
+// The settings the module reads, from its environment, checked once as a
+// host checks them at start (hostconfig.Check) and in their canonical
+// spelling. The wazero host hands over values it has checked already, but
+// a runtime of the operator's own hands over the environment as it is:
+// unchecked, SERVICE_RATE_LIMIT=abc would be read as 0 and refuse every
+// decision, UPSTREAM_KIND=Edge would be no upstream. As on Workers, an
+// invalid setting makes every request 503 misconfigured, naming it.
+var (
+	settingsOnce sync.Once
+	checked      map[string]string
+	checkErr     error
+)
+
+func checkedSettings() (map[string]string, error) {
+	settingsOnce.Do(func() {
+		checked = map[string]string{}
+		for i := range contract.Settings {
+			s := &contract.Settings[i]
+			v := os.Getenv(s.Name)
+			if !s.Module || v == "" {
+				continue
+			}
+			got, err := hostconfig.Check(s, v)
+			if err != nil {
+				checkErr = err
+				env.Error("invalid setting: this module serves nothing until it is fixed", "error", err.Error())
+				return
+			}
+			checked[s.Name] = got
+		}
+	})
+	return checked, checkErr
 }
 
 // Run serves one request to its end: every Await the handler asks for is
@@ -133,7 +171,7 @@ func (socketLedger) Exec(b *abi.Batch) (abi.BatchResult, error) {
 
 func client() *egress.Client {
 	egressOnce.Do(func() {
-		out = egress.ForOperator(os.Getenv("UPSTREAM_URL"), os.Getenv("UPSTREAM_API_KEY"), os.Getenv("MAIL_URL"), os.Getenv("MAIL_API_KEY"))
+		out = egress.ForOperator(env.Config.Get("UPSTREAM_URL"), os.Getenv("UPSTREAM_API_KEY"), env.Config.Get("MAIL_URL"), os.Getenv("MAIL_API_KEY"))
 	})
 	return out
 }
@@ -149,34 +187,24 @@ func (socketTransport) Fetch(r *abi.FetchRequest) (abi.FetchResponse, error) {
 type socketModel struct{}
 
 func (socketModel) Run(r *abi.AIRequest) (abi.AIResponse, error) {
-	if os.Getenv("UPSTREAM_KIND") != settings.KindEdge {
+	if env.Config.Get("UPSTREAM_KIND") != settings.KindEdge {
 		return abi.AIResponse{ErrKind: abi.FetchErrDenied, ErrMsg: "no model binding configured"}, nil
 	}
 	ctx, cancel := upstreamDeadline()
 	defer cancel()
 	// The base without its trailing slashes, as the wazero host holds it
 	// (hostconfig), so the call goes to {base}/run/{model} on both builds.
-	return client().RunAI(ctx, strings.TrimRight(os.Getenv("UPSTREAM_URL"), "/"), r), nil
+	return client().RunAI(ctx, strings.TrimRight(env.Config.Get("UPSTREAM_URL"), "/"), r), nil
 }
 
-// envConfig reads the plain settings from the environment: the same
-// allow-list as the hosts' config import, so a function reads no secret in
-// this build either.
+// envConfig reads the plain settings from the environment, checked: the
+// same allow-list as the hosts' config import (contract.ModuleSettings,
+// hostconfig.Exposed), so a function reads no secret in this build either.
 type envConfig struct{}
 
-var exposed = func() map[string]bool {
-	m := map[string]bool{}
-	for _, name := range hostconfig.Exposed() {
-		m[name] = true
-	}
-	return m
-}()
-
 func (envConfig) Get(name string) string {
-	if !exposed[name] {
-		return ""
-	}
-	return os.Getenv(name)
+	m, _ := checkedSettings()
+	return m[name]
 }
 
 // lineLogger writes each record as one JSON line on stderr, with the

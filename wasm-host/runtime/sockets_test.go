@@ -169,3 +169,23 @@ func TestEngineRefusesTheOtherBuild(t *testing.T) {
 func socketCache(t *testing.T) string {
 	return filepath.Join(testenv.Root(t), "build", "test-data-socket", "wazero-cache")
 }
+
+// TestSocketBuildChecksItsSettings: on a runtime of the operator's own the
+// environment reaches the module unchecked, so the module checks it as a
+// host does at start. A valid value is read in its canonical spelling; an
+// invalid one makes every request 503 misconfigured, naming the setting,
+// instead of being read as 0 or as no upstream.
+func TestSocketBuildChecksItsSettings(t *testing.T) {
+	f, _ := newSocketFunction(t, 1, "UPSTREAM_KIND=Vendor", "SERVICE_RATE_LIMIT=7")
+	if resp := call(t, f, abi.Request{Path: "/config", Query: "name=UPSTREAM_KIND"}); resp.Status != 200 || string(resp.Body) != "vendor" {
+		t.Errorf("UPSTREAM_KIND=Vendor read as %d %q, want \"vendor\"", resp.Status, resp.Body)
+	}
+
+	f, _ = newSocketFunction(t, 1, "SERVICE_RATE_LIMIT=abc")
+	for _, req := range []abi.Request{{Path: "/echo", Body: []byte("alive")}, {Path: "/config", Query: "name=SERVICE_RATE_LIMIT"}} {
+		resp := call(t, f, req)
+		if resp.Status != 503 || resp.Headers.Get("x-service-error-code") != "misconfigured" || !strings.Contains(string(resp.Body), "SERVICE_RATE_LIMIT") {
+			t.Errorf("%s with SERVICE_RATE_LIMIT=abc: %d %v %s", req.Path, resp.Status, resp.Headers, resp.Body)
+		}
+	}
+}
