@@ -222,21 +222,27 @@ type logLine struct {
 var secretNames = []string{"UPSTREAM_API_KEY", "MAIL_API_KEY", "LIBSQL_AUTH_TOKEN"}
 
 func (l *lineLogger) Log(rec *abi.LogRecord) {
-	line := logLine{Level: rec.Level, Message: rec.Message, RequestID: l.requestID}
+	line := logLine{Level: rec.Level, Message: redact(rec.Message), RequestID: l.requestID}
 	for _, kv := range rec.Attrs {
-		line.Attrs = append(line.Attrs, []string{kv.Name, kv.Value})
+		line.Attrs = append(line.Attrs, []string{redact(kv.Name), redact(kv.Value)})
 	}
 	b, err := json.Marshal(&line)
 	if err != nil {
 		return
 	}
-	s := string(b)
+	os.Stderr.WriteString(LogPrefix + string(b) + "\n")
+}
+
+// redact replaces the secrets in one text of a record. It runs before the
+// line is encoded: JSON escapes some characters (<, >, &, ", \), and a
+// secret holding one would no longer match in the encoded line.
+func redact(s string) string {
 	for _, name := range secretNames {
 		if v := os.Getenv(name); len(v) >= 4 {
 			s = strings.ReplaceAll(s, v, "[redacted]")
 		}
 	}
-	os.Stderr.WriteString(LogPrefix + s + "\n")
+	return s
 }
 
 // LogPrefix starts every log line the module writes, so a host tells them

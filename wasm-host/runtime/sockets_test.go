@@ -189,3 +189,34 @@ func TestSocketBuildChecksItsSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestSocketBuildRedactsSecretsItLogs: the module replaces the secrets of
+// its environment in what it logs before the line leaves it, also a
+// secret holding characters JSON escapes. Nothing here redacts after it
+// (the wazero host's own redaction is in wasm-host/app), which is what a
+// runtime of the operator's own reading the module's stderr sees.
+func TestSocketBuildRedactsSecretsItLogs(t *testing.T) {
+	const key = `sk-<&>"\-9f`
+	f, fs := newSocketFunction(t, 1, "UPSTREAM_API_KEY="+key)
+	call(t, f, abi.Request{Path: "/log", Body: []byte("before " + key + " after")})
+	for wait := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		fs.mu.Lock()
+		logs := append([]abi.LogRecord(nil), fs.logs...)
+		fs.mu.Unlock()
+		if len(logs) >= 2 || time.Since(wait) > 10*time.Second {
+			if len(logs) != 2 {
+				t.Fatalf("logs: %+v", logs)
+			}
+			for _, l := range logs {
+				text := l.Message
+				for _, a := range l.Attrs {
+					text += " " + a.Name + "=" + a.Value
+				}
+				if strings.Contains(text, key) || strings.Contains(text, "-9f") {
+					t.Errorf("the secret reached the log: %q", text)
+				}
+			}
+			return
+		}
+	}
+}

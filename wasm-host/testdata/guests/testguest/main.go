@@ -128,6 +128,10 @@ func handle(env *platform.Env, req *abi.Request) abi.Response {
 		return abi.Response{Await: &abi.Await{State: []byte("resumed:"), Fetch: &abi.FetchRequest{Method: "POST", URL: "https://upstream.test/", Body: req.Body}}}
 	case "/log":
 		env.Info("hello from the guest", "answer", "42")
+		if len(req.Body) > 0 {
+			// What a function might log: text it got from elsewhere.
+			env.Warn("guest saw "+string(req.Body), "body", string(req.Body))
+		}
 		return abi.Response{Status: 204}
 	case "/sleep":
 		ms, _ := strconv.Atoi(query(req, "ms"))
