@@ -68,14 +68,14 @@ build_socket() { # name src out
     printf '  %-24s %8d bytes (up to date)\n' "$name" "$(stat -c %s "$out")"
     return
   fi
-  GOOS=wasip1 GOARCH=wasm go build -tags socket -buildmode=c-shared -trimpath -ldflags=-s -o "$out.tmp" "./$src"
+  GOOS=wasip1 GOARCH=wasm go build -tags socket,getaddrinfo -buildmode=c-shared -trimpath -ldflags=-s -o "$out.tmp" "./$src"
   name_module "$name" "$out.tmp"
   mv "$out.tmp" "$out"
   printf '  %-24s %8d bytes\n' "$name" "$(stat -c %s "$out")"
 }
 export -f build_socket
 mkdir -p build/functions-socket
-echo "socket build ($(go version | awk '{print $3}'), GOOS=wasip1 -tags socket):"
+echo "socket build ($(go version | awk '{print $3}'), GOOS=wasip1 -tags socket,getaddrinfo):"
 for dir in functions/*/wasm; do
   name=$(basename "$(dirname "$dir")")
   printf '%s %s %s\n' "$name" "$dir" "build/functions-socket/$name.wasm"

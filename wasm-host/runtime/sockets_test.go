@@ -220,3 +220,20 @@ func TestSocketBuildRedactsSecretsItLogs(t *testing.T) {
 		}
 	}
 }
+
+// TestSocketBuildResolvesHostNames: the module dials the names in its
+// settings (a Turso ledger, a vendor's API) through the runtime's
+// resolver (sock_getaddrinfo), not Go's own, which on wasip1 can read
+// neither /etc/hosts nor /etc/resolv.conf and resolved no name at all.
+func TestSocketBuildResolvesHostNames(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("answer")) }))
+	defer up.Close()
+	named := func(u string) string { return strings.Replace(u, "127.0.0.1", "localhost", 1) }
+	f, _ := newSocketFunction(t, 1, "LIBSQL_URL="+named(sqldtest.Start(t)), "UPSTREAM_URL="+named(up.URL))
+	if r := call(t, f, abi.Request{Path: "/fetch", Headers: abi.Headers{{Name: "x-target", Value: named(up.URL) + "/"}}}); r.Headers.Get("x-fetch-status") != "200" || string(r.Body) != "answer" {
+		t.Errorf("upstream at localhost: %v %q", r.Headers, r.Body)
+	}
+	if r := call(t, f, abi.Request{Path: "/ledger", Body: []byte("x")}); !strings.HasPrefix(string(r.Body), `{"err":""`) {
+		t.Errorf("ledger at localhost: %s", r.Body)
+	}
+}
