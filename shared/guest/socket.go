@@ -5,8 +5,8 @@ package guest
 // The socket build (schema/socket.md): the same exports as the ABI build,
 // so a host hands requests in the same way, but no `gateway` imports. The
 // platform seam is implemented here, inside the module, with the host's
-// own Go code: the ledger executor (Hrana over HTTP to sqld or Turso,
-// through libsql-client-go) and the egress client (the operator's
+// own Go code: the ledger executor (Hrana to sqld or Turso, on a
+// WebSocket or over HTTP) and the egress client (the operator's
 // credentials bound to their origins, redirects not followed, echoed
 // credentials dropped), both dialling through the WasmEdge sockets
 // extension. Settings and secrets come from the module's environment.
