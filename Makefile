@@ -66,7 +66,7 @@ test-socket:
 ## test-browser: the console in headless Chromium (Playwright); screenshots in test-artifacts/console/
 test-browser: build
 	@bash scripts/install-browser.sh >/dev/null
-	cd console/test && node --test json.test.mjs chart.test.mjs snippets.test.mjs && node console.browser.mjs
+	cd console/test && node --test json.test.mjs chart.test.mjs snippets.test.mjs && node console.browser.mjs && node console.edges.browser.mjs
 
 ## bench: the benchmarks the issues name, each against its baseline in the same run
 bench: tools build

@@ -32,7 +32,9 @@ function freePort() {
 // startVendor is a fake vendor API: it records each body and answers a
 // valid decision (choice: even odds, the first option chosen; score: all
 // on level 0; noul: 0.5), or, when the state is "upstream-401", refuses
-// the operator's key as a vendor would.
+// the operator's key as a vendor would. A state object can set the answer's
+// model (`{"vendorModel": "…"}`) or the whole reply
+// (`{"vendorReply": {"status": 400, "body": "…"}}`).
 export function startVendor() {
   const received = [];
   const server = http.createServer((req, res) => {
@@ -41,7 +43,14 @@ export function startVendor() {
     req.on('data', (c) => { body += c; });
     req.on('end', () => {
       received.push(body);
-      if (JSON.parse(body).state === 'upstream-401') {
+      const state = JSON.parse(body).state;
+      const reply = state && typeof state === 'object' ? state.vendorReply : null;
+      if (reply) {
+        res.writeHead(reply.status, { 'Content-Type': 'application/json' });
+        res.end(reply.body);
+        return;
+      }
+      if (state === 'upstream-401') {
         res.writeHead(401, { 'Content-Type': 'application/json' });
         res.end('{"error":{"type":"authentication_error","message":"invalid x-api-key"}}');
         return;
@@ -61,7 +70,7 @@ export function startVendor() {
         }
       }
       res.writeHead(200, { 'Content-Type': 'application/json', 'X-Vendor-Request-Id': 'vendor-browser-1' });
-      res.end(JSON.stringify({ model: 'vendor-model-1', answers, usage: { input_tokens: 12, output_tokens: 4 } }));
+      res.end(JSON.stringify({ model: (state && state.vendorModel) || 'vendor-model-1', answers, usage: { input_tokens: 12, output_tokens: 4 } }));
     });
   });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
@@ -71,8 +80,10 @@ export function startVendor() {
 }
 
 // startGateway migrates a fresh ledger under tmp and serves it as
-// `make run` does.
-export async function startGateway({ gatewayBin, root, tmp, vendorURL }) {
+// `make run` does; settings adds to or overrides its environment. The
+// answer's admin(...args) runs `gateway admin` on the same ledger and
+// returns its output.
+export async function startGateway({ gatewayBin, root, tmp, vendorURL, settings = {} }) {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const data = path.join(tmp, 'data');
@@ -82,7 +93,12 @@ export async function startGateway({ gatewayBin, root, tmp, vendorURL }) {
     LIBSQL_URL: 'file:' + path.join(tmp, 'ledger.db'), GATEWAY_DATA_DIR: data,
     GATEWAY_FUNCTIONS_DIR: path.join(root, 'build/functions'),
     UPSTREAM_KIND: 'vendor', UPSTREAM_URL: vendorURL + '/v1', UPSTREAM_API_KEY: 'sk-browser-test',
-    SERVICE_WELCOME_CREDITS: '100', MAIL_URL: '',
+    SERVICE_WELCOME_CREDITS: '100', MAIL_URL: '', ...settings,
+  };
+  const admin = (...args) => {
+    const r = spawnSync(gatewayBin, ['admin', ...args], { env, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`gateway admin ${args.join(' ')} failed:\n${r.stderr}`);
+    return r.stdout;
   };
   const migrated = spawnSync(gatewayBin, ['admin', 'migrate'], { env, encoding: 'utf8' });
   if (migrated.status !== 0) throw new Error(`gateway admin migrate failed:\n${migrated.stderr}`);
@@ -94,7 +110,7 @@ export async function startGateway({ gatewayBin, root, tmp, vendorURL }) {
     if (proc.exitCode !== null) throw new Error(`gateway exited:\n${log}`);
     try {
       const r = await fetch(origin + '/api/service/config');
-      if (r.ok) return { origin, outbox: path.join(data, 'outbox'), log: () => log };
+      if (r.ok) return { origin, outbox: path.join(data, 'outbox'), log: () => log, admin };
     } catch { /* not listening yet */ }
     await new Promise((r) => setTimeout(r, 100));
   }
