@@ -352,7 +352,12 @@ $('key-done').addEventListener('click', () => {
 async function revokeKey(k) {
   if (!confirm(`Revoke key “${k.name}”? Requests using it will fail at once.`)) return;
   const r = await call('DELETE', '/keys/' + encodeURIComponent(k.id));
-  if (!r.resp.ok) { status(errorText(r), true); return; }
+  if (!r.resp.ok) {
+    status(errorText(r), true);
+    // Revoked elsewhere (another tab, an operator): the list is stale.
+    if (r.data && r.data.error && r.data.error.code === 'key_not_found') loadKeys();
+    return;
+  }
   status(`Key “${k.name}” revoked.`);
   loadKeys();
 }

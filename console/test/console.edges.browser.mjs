@@ -120,6 +120,16 @@ async function main() {
   await fitsPhone('a created key with a 64-character name');
   await page.getByRole('button', { name: 'Done' }).click();
 
+  step('a key revoked elsewhere: said in words and the list refreshed');
+  const keyID = /^key (key_\S+) /m.exec(gw.admin('key', email, 'revoked elsewhere'))[1];
+  await page.reload();
+  await page.locator('#keys-body td').getByText('revoked elsewhere', { exact: true }).waitFor();
+  gw.admin('revoke', keyID);
+  page.once('dialog', (d) => d.accept());
+  await page.getByRole('button', { name: /^Revoke key revoked elsewhere/ }).click();
+  await page.locator('#status').getByText('That key no longer exists').waitFor();
+  await page.locator('#keys-body td').getByText('revoked elsewhere', { exact: true }).waitFor({ state: 'detached' });
+
   step('the key limits are put in words');
   await page.route('**/api/service/keys', (r) => (r.request().method() !== 'POST' ? r.fallback() : r.fulfill({
     status: 409, contentType: 'application/json; charset=utf-8',
