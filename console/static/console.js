@@ -352,6 +352,9 @@ $('key-done').addEventListener('click', () => {
 async function revokeKey(k) {
   if (!confirm(`Revoke key “${k.name}”? Requests using it will fail at once.`)) return;
   const r = await call('DELETE', '/keys/' + encodeURIComponent(k.id));
+  // The row and its button go with the new list: focus stays with the
+  // list rather than fall back to the top of the page.
+  $('keys-wrap').focus();
   if (!r.resp.ok) {
     status(errorText(r), true);
     // Revoked elsewhere (another tab, an operator): the list is stale.

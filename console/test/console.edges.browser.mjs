@@ -130,6 +130,16 @@ async function main() {
   await page.locator('#status').getByText('That key no longer exists').waitFor();
   await page.locator('#keys-body td').getByText('revoked elsewhere', { exact: true }).waitFor({ state: 'detached' });
 
+  step('a revoke asks first, and afterwards focus is not lost');
+  page.once('dialog', (d) => d.dismiss());
+  await page.getByRole('button', { name: /^Revoke key x{64}/ }).click();
+  assert.equal(await page.locator('#keys-body tr').count(), 2, 'a dismissed confirm revokes nothing');
+  page.once('dialog', (d) => d.accept());
+  await page.getByRole('button', { name: /^Revoke key x{64}/ }).click();
+  await page.locator('#status').getByText(`Key “${long}” revoked.`).waitFor();
+  await page.locator('#keys-body tr').nth(1).waitFor({ state: 'detached' });
+  assert.notEqual(await focused(), 'BODY', 'focus stays in the page after the row went');
+
   step('the key limits are put in words');
   await page.route('**/api/service/keys', (r) => (r.request().method() !== 'POST' ? r.fallback() : r.fulfill({
     status: 409, contentType: 'application/json; charset=utf-8',
