@@ -303,6 +303,7 @@ $('key-form').addEventListener('submit', async (ev) => {
   const name = $('key-name').value.trim();
   if (!name) { status('Give the key a name.', true); $('key-name').focus(); return; }
   const r = await call('POST', '/keys', JSON.stringify({ name }));
+  if (sessionEnded(r)) return signedOut();
   if (r.resp.status !== 201) { status(errorText(r), true); return; }
   status(`Key “${r.data.name}” created.`);
   $('key-name').value = '';
@@ -352,6 +353,7 @@ $('key-done').addEventListener('click', () => {
 async function revokeKey(k) {
   if (!confirm(`Revoke key “${k.name}”? Requests using it will fail at once.`)) return;
   const r = await call('DELETE', '/keys/' + encodeURIComponent(k.id));
+  if (sessionEnded(r)) return signedOut();
   // The row and its button go with the new list: focus stays with the
   // list rather than fall back to the top of the page.
   $('keys-wrap').focus();
@@ -507,11 +509,17 @@ function sessionEnded(r) {
   return r.resp.status === 401 && r.resp.headers.get('X-Service-Error-Source') !== 'upstream';
 }
 
+// signedOut shows the sign-in form, focused, once a session route said
+// the session is gone. A new key's secret still on screen goes too (as
+// with Done): the page is no longer anyone's.
 function signedOut() {
   status('Your session has ended. Sign in again.', true);
+  $('key-secret-value').value = '';
+  $('snippet-code').textContent = '';
+  $('key-secret').hidden = true;
   $('console').hidden = true;
   $('who').hidden = true;
-  $('signin').hidden = false;
+  showSignIn();
 }
 
 boot().catch((e) => status(`The console could not start: ${e.message}`, true));

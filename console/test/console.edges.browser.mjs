@@ -195,6 +195,25 @@ async function main() {
   await page.locator('#pg-code').getByText('upstream_auth_failed (upstream)').waitFor();
   assert.ok(await page.locator('#console').isVisible(), 'still signed in');
 
+  step('an ended session leads to sign-in');
+  await page.getByRole('tab', { name: 'API keys' }).click();
+  await page.locator('#keys-body tr').first().waitFor();
+  await context.clearCookies();
+  await page.getByLabel('Name of a new key').fill('after the session');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  await page.locator('#status').getByText('Your session has ended. Sign in again.').waitFor();
+  assert.ok(await page.getByRole('button', { name: 'Send sign-in link' }).isVisible(), 'the sign-in form is shown');
+  assert.equal(await focused(), 'signin-email', 'focus goes to the address field');
+  assert.equal(await page.locator('#console').isVisible(), false);
+
+  step('revoking with an ended session leads to sign-in too');
+  await signIn();
+  await context.clearCookies();
+  page.once('dialog', (d) => d.accept());
+  await page.locator('#keys-body button').first().click();
+  await page.locator('#status').getByText('Your session has ended. Sign in again.').waitFor();
+  assert.ok(await page.getByRole('button', { name: 'Send sign-in link' }).isVisible(), 'the sign-in form is shown');
+
   assert.deepEqual(problems, [], 'no script errors or CSP violations');
 }
 
