@@ -62,6 +62,50 @@ const HUMAN = {
   signin_link_invalid: 'That sign-in link is invalid, already used or expired. Ask for a new one.',
 };
 
+// DECISION says what to do after a failed playground decision, by its
+// X-Service-Error-Code (schema/errors.md); codes not here (the request's
+// own validation errors) are explained by the server's message, which
+// names the JSON path.
+const UPSTREAM_FAILED = 'The model provider could not answer usefully; nothing was charged. Try again later.';
+const DECISION = {
+  insufficient_credits: 'Your balance has not enough credits for this request: each question costs a credit per started 4,096 bytes of the request. See Usage for the balance; nothing was charged.',
+  rate_limit_exceeded: 'Your account sent more decisions this minute than it may (the API and the playground count together); nothing was charged.',
+  body_too_large: 'The request is larger than 65,536 bytes. Make the state or the questions smaller; nothing was sent on.',
+  invalid_idempotency_key: 'An Idempotency-Key is 1 to 255 visible ASCII characters, without spaces.',
+  request_in_progress: 'The request with this Idempotency-Key is still running. Send it again in a moment for its answer.',
+  idempotency_conflict: 'This Idempotency-Key was used before with a different request. Use a new key, or send exactly that request.',
+  idempotency_failed: 'The request first sent with this Idempotency-Key failed and was refunded. Use a new key to try again.',
+  request_reconciliation_pending: 'An earlier request of your account had to be settled first; this one was not run. Check Usage, then send it again.',
+  provider_busy: 'The model provider is busy; nothing was charged.',
+  upstream_rejected_request: 'The model provider refused the request; its answer is below. Change the request and send it again; nothing was charged.',
+  upstream_auth_failed: 'The model provider refused this server\'s own credential (your session is fine): the operator must fix it. Nothing was charged.',
+  upstream_not_found: 'The model provider does not know this model: check its name. Nothing was charged.',
+  upstream_timeout: 'The model provider did not answer in time; nothing was charged. Try again.',
+  upstream_unavailable: UPSTREAM_FAILED,
+  upstream_invalid_response: UPSTREAM_FAILED,
+  upstream_response_too_large: UPSTREAM_FAILED,
+  upstream_response_unsafe: UPSTREAM_FAILED,
+  upstream_error: UPSTREAM_FAILED,
+  invalid_upstream_answer: UPSTREAM_FAILED,
+  upstream_not_configured: 'This server has no model provider configured: ask its operator.',
+  ledger_unavailable: HUMAN.ledger_unavailable,
+  overloaded: 'The server is busy just now; nothing was charged.',
+  function_timeout: 'The server did not finish in time; the decision may have run. Check Usage before sending it again.',
+  internal_error: 'The server failed; the decision may have run. Check Usage before sending it again.',
+};
+
+// decisionFailed is the status line of a failed decision: its code, what
+// to do, and when to try again if the server said (Retry-After).
+function decisionFailed(r) {
+  const code = r.resp.headers.get('X-Service-Error-Code');
+  if (!code) return 'The decision failed; see the result below.';
+  const message = r.data && r.data.error && typeof r.data.error.message === 'string' ? r.data.error.message : '';
+  let help = DECISION[code] || (message ? `The server said: ${message}.` : 'See the result below.');
+  const wait = Number(r.resp.headers.get('Retry-After'));
+  if (r.resp.headers.has('Retry-After') && Number.isInteger(wait) && wait >= 0) help += ` Try again in ${wait} ${wait === 1 ? 'second' : 'seconds'}.`;
+  return `The decision failed (${code}). ${help}`;
+}
+
 function errorText(r) {
   const e = r.data && r.data.error;
   if (e && HUMAN[e.code]) return HUMAN[e.code];
@@ -492,7 +536,7 @@ $('pg-form').addEventListener('submit', async (ev) => {
     try { questions = JSON.parse(sent).questions || {}; } catch { /* drawn without the declared order */ }
     $('pg-visual').hidden = !(r.resp.ok && render($('pg-charts'), r.data, questions));
     $('pg-result').hidden = false;
-    status(!r.resp.ok ? 'The decision failed; see the result below.' :
+    status(!r.resp.ok ? decisionFailed(r) :
       replay ? 'Replayed: the retained answer of an earlier request, no credits charged.' : 'Decision answered.', !r.resp.ok);
   } catch (e) {
     // No answer proves nothing about the outcome (spec §7 rule 3).

@@ -187,6 +187,8 @@ async function main() {
   await page.locator('#pg-code').getByText('upstream_rejected_request (upstream)').waitFor();
   assert.ok((await page.locator('#pg-answers').textContent()).includes(IMG), 'the upstream body is shown as it came');
   await noMarkup('upstream error body');
+  assert.match(await statusText(), /upstream_rejected_request/, 'the failure names its code');
+  assert.match(await statusText(), /refused the request|Change the request/, 'and what to do');
   assert.equal(await page.locator('#pg-credits').textContent(), '0');
 
   step('an upstream 401 is a failed decision: the session stays');
@@ -194,6 +196,36 @@ async function main() {
   await page.getByRole('button', { name: 'Send decision' }).click();
   await page.locator('#pg-code').getByText('upstream_auth_failed (upstream)').waitFor();
   assert.ok(await page.locator('#console').isVisible(), 'still signed in');
+  assert.match(await statusText(), /your session is fine/, 'the message does not blame the session');
+
+  step('insufficient credits: the code and what to do');
+  await editor.fill(JSON.stringify({ state: 's', questions: Object.fromEntries(['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((q) => [q, { type: 'noul' }])) }));
+  await page.getByRole('button', { name: 'Send decision' }).click();
+  await page.locator('#pg-code').getByText('insufficient_credits (platform)').waitFor();
+  assert.match(await statusText(), /insufficient_credits/);
+  assert.match(await statusText(), /not enough credits/i);
+
+  step('the body limit: the code and what to do');
+  await editor.fill(JSON.stringify({ state: 'x'.repeat(70_000), questions: { q: { type: 'noul' } } }));
+  await page.getByRole('button', { name: 'Send decision' }).click();
+  await page.locator('#pg-code').getByText('body_too_large (platform)').waitFor();
+  assert.match(await statusText(), /body_too_large/);
+  assert.match(await statusText(), /65,536 bytes/);
+
+  step('the decision rate limit: the code and when to try again');
+  let limited = false;
+  for (let i = 0; i < 8 && !limited; i++) {
+    await editor.fill('{"state": "s", "questions": {"q": {"type": "noul"}}}');
+    await page.getByRole('button', { name: 'Send decision' }).click();
+    await page.locator('#pg-status').waitFor();
+    await page.waitForFunction(() => !document.getElementById('pg-send').disabled);
+    limited = (await page.locator('#pg-code').textContent()).startsWith('rate_limit_exceeded');
+  }
+  assert.ok(limited, 'the seventh decision of a minute is refused');
+  const status = await statusText();
+  assert.match(status, /rate_limit_exceeded/);
+  assert.match(status, /Try again in \d+ seconds?/, status);
+  await fitsPhone('a refused decision');
 
   step('an ended session leads to sign-in');
   await page.getByRole('tab', { name: 'API keys' }).click();
