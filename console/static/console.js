@@ -511,6 +511,13 @@ $('pg-form').addEventListener('submit', async (ev) => {
   $('pg-result').hidden = true;
   const headers = {};
   const idem = $('pg-idem').value.trim();
+  // A value the browser cannot send as a header would fail before any
+  // request (not "no answer", which may mean the decision ran).
+  if (idem && !/^[\x21-\x7e]{1,255}$/.test(idem)) {
+    pgError(`Not sent: ${DECISION.invalid_idempotency_key}`);
+    $('pg-idem').focus();
+    return;
+  }
   if (idem) headers['Idempotency-Key'] = idem;
   $('pg-send').disabled = true;
   status('Sending the decision…');

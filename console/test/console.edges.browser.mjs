@@ -227,6 +227,14 @@ async function main() {
   assert.match(status, /Try again in \d+ seconds?/, status);
   await fitsPhone('a refused decision');
 
+  step('an Idempotency-Key the browser cannot send: nothing was sent, said so');
+  await page.getByLabel('Idempotency-Key (optional)').fill('ключ');
+  await page.getByRole('button', { name: 'Send decision' }).click();
+  await page.locator('#pg-error').getByText('Idempotency-Key').waitFor();
+  assert.doesNotMatch(await statusText(), /may still have run/, 'a request never sent cannot have run');
+  assert.equal(await focused(), 'pg-idem', 'focus goes to the field to correct');
+  await page.getByLabel('Idempotency-Key (optional)').fill('');
+
   step('an ended session leads to sign-in');
   await page.getByRole('tab', { name: 'API keys' }).click();
   await page.locator('#keys-body tr').first().waitFor();
