@@ -473,6 +473,14 @@ $('pg-model').addEventListener('change', () => {
   }
 });
 
+// The Model field shows the body's model: a model typed into the JSON is
+// the one sent, not an earlier value of the field.
+$('pg-body').addEventListener('input', () => {
+  try {
+    $('pg-model').value = getString($('pg-body').value, 'model') ?? '';
+  } catch { /* not JSON (yet): the field keeps its value until it is */ }
+});
+
 $('pg-body').addEventListener('keydown', (ev) => {
   if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) {
     ev.preventDefault();

@@ -180,6 +180,7 @@ async function main() {
   await editor.fill(JSON.stringify({ model: 'm'.repeat(128), state: 's', questions: { ['q'.repeat(128)]: { type: 'choice', criteria: { ['o'.repeat(128)]: 'x', b: 'y' } } } }));
   await page.getByRole('button', { name: 'Send decision' }).click();
   await page.locator('#pg-charts .bars').waitFor();
+  assert.ok((await page.locator('#pg-sent').textContent()).startsWith(`{"model":"${'m'.repeat(128)}"`), 'the model typed into the JSON is the one sent');
   await fitsPhone('128-character question, option and model names');
   const upstreamBody = JSON.stringify({ error: { type: 'invalid_request_error', message: `${IMG} ${SVG} ${JS}` } });
   await editor.fill(JSON.stringify({ state: { vendorReply: { status: 400, body: upstreamBody } }, questions: { q: { type: 'noul' } } }));
