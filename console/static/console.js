@@ -430,7 +430,9 @@ async function loadUsage() {
     const row = document.createElement('tr');
     cell(row, when(q.createdAt));
     cell(row, q.source === 'api' ? `API (${q.keyName || q.keyPrefix || 'key'})` : 'Playground');
-    cell(row, q.model, 'mono');
+    // The model asked for and, when the answer named another (an alias
+    // resolved, spec §9.5), the one that answered.
+    cell(row, q.resolvedModel && q.resolvedModel !== q.model ? `${q.model} → ${q.resolvedModel}` : q.model, 'mono');
     cell(row, String(q.questions), 'num');
     const outcome = q.state + (q.status ? ` · ${q.status}` : '') + (q.errorCode ? ` · ${q.errorCode}` : '');
     cell(row, outcome, 'state-' + q.state);

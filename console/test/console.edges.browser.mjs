@@ -199,6 +199,15 @@ async function main() {
   assert.ok(await page.locator('#console').isVisible(), 'still signed in');
   assert.match(await statusText(), /your session is fine/, 'the message does not blame the session');
 
+  step('usage shows the model the upstream answered with, as text');
+  await page.getByRole('tab', { name: 'Usage' }).click();
+  const answered = page.locator('#requests-body tr').filter({ hasText: SVG + JS });
+  await answered.waitFor();
+  const modelCell = await answered.locator('td').nth(2).textContent();
+  assert.ok(modelCell.includes(IMG) && modelCell.includes(SVG + JS), `the effective and the resolved model: ${modelCell}`);
+  await noMarkup('usage rows');
+  await page.getByRole('tab', { name: 'Playground' }).click();
+
   step('insufficient credits: the code and what to do');
   await editor.fill(JSON.stringify({ state: 's', questions: Object.fromEntries(['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((q) => [q, { type: 'noul' }])) }));
   await page.getByRole('button', { name: 'Send decision' }).click();
