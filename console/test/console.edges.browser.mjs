@@ -99,6 +99,15 @@ async function main() {
   await fitsPhone('empty usage with a long address');
   await page.getByRole('tab', { name: 'API keys' }).click();
 
+  step('the empty status region is in the accessibility tree, ready to announce');
+  // A live region added to the tree together with its first message is
+  // not announced: it must be there, empty, before.
+  assert.equal(await statusText(), '');
+  const cdp = await context.newCDPSession(page);
+  const { nodes } = await cdp.send('Accessibility.getFullAXTree');
+  const live = nodes.filter((n) => n.role && n.role.value === 'status' && !n.ignored);
+  assert.equal(live.length, 1, 'one status region, not ignored while empty');
+  await cdp.detach();
 
   step('a hostile key name is text everywhere it is shown');
   const hostile = `${IMG}${SVG}`;
