@@ -346,7 +346,17 @@ $('key-form').addEventListener('submit', async (ev) => {
   ev.preventDefault();
   const name = $('key-name').value.trim();
   if (!name) { status('Give the key a name.', true); $('key-name').focus(); return; }
-  const r = await call('POST', '/keys', JSON.stringify({ name }));
+  // One creation at a time: a second click would make a second key whose
+  // secret replaces the first one's before anyone could copy it.
+  const button = ev.submitter || $('key-form').querySelector('button');
+  if (button.disabled) return;
+  button.disabled = true;
+  let r;
+  try {
+    r = await call('POST', '/keys', JSON.stringify({ name }));
+  } finally {
+    button.disabled = false;
+  }
   if (sessionEnded(r)) return signedOut();
   if (r.resp.status !== 201) { status(errorText(r), true); return; }
   status(`Key “${r.data.name}” created.`);

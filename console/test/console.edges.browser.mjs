@@ -120,6 +120,17 @@ async function main() {
   await noMarkup('key name');
   await page.getByRole('button', { name: 'Done' }).click();
 
+  step('a double click on Create key makes one key');
+  await page.getByLabel('Name of a new key').fill('double');
+  const posts = [];
+  page.on('request', (q) => { if (q.method() === 'POST' && q.url().endsWith('/api/service/keys')) posts.push(q); });
+  await page.getByRole('button', { name: 'Create key' }).dblclick();
+  await page.locator('#keys-body td').getByText('double', { exact: true }).waitFor();
+  assert.equal(posts.length, 1, 'one creation request');
+  page.once('dialog', (d) => d.accept());
+  await page.getByRole('button', { name: /^Revoke key double/ }).click();
+  await page.locator('#keys-body td').getByText('double', { exact: true }).waitFor({ state: 'detached' });
+  await page.getByRole('button', { name: 'Done' }).click();
 
   step('a long key name fits a phone in the messages that repeat it');
   const long = 'x'.repeat(64);
