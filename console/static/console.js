@@ -250,8 +250,21 @@ $('signin-form').addEventListener('submit', async (ev) => {
   }
 });
 
+// Sign out leaves the console only once the server ended the session: on
+// a shared computer, a sign-out that failed unnoticed lets the next person
+// in.
 $('signout').addEventListener('click', async () => {
-  await call('POST', '/auth/signout', '{}');
+  let r;
+  try {
+    r = await call('POST', '/auth/signout', '{}');
+  } catch (e) {
+    status(`Signing out failed (${e.message}): you are still signed in. Try again.`, true);
+    return;
+  }
+  if (!r.resp.ok && !sessionEnded(r)) {
+    status(`Signing out failed: ${errorText(r)} You are still signed in.`, true);
+    return;
+  }
   location.assign('/');
 });
 

@@ -284,6 +284,16 @@ async function main() {
   await page.locator('#status').getByText('Your session has ended. Sign in again.').waitFor();
   assert.ok(await page.getByRole('button', { name: 'Send sign-in link' }).isVisible(), 'the sign-in form is shown');
 
+  step('a sign-out that fails says you are still signed in');
+  await signIn();
+  await page.route('**/api/service/auth/signout', (r) => r.abort('connectionreset'));
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.locator('#status').getByText('you are still signed in').waitFor();
+  assert.ok(await page.locator('#console').isVisible(), 'the console stays');
+  await page.unroute('**/api/service/auth/signout');
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByRole('button', { name: 'Send sign-in link' }).waitFor();
+
   assert.deepEqual(problems, [], 'no script errors or CSP violations');
 }
 
