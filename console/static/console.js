@@ -275,7 +275,9 @@ function showConsole(account) {
   $('who-email').textContent = account.email;
   $('pg-default-model').textContent = config.defaultModel || 'model-latest';
   if (!$('pg-body').value) $('pg-body').value = EXAMPLE;
-  loadKeys();
+  // The section on screen is loaded for this account (after a session
+  // ended, another may begin in this tab without a reload).
+  loaders[$('main-tabs').querySelector('[aria-selected=true]').id]();
 }
 
 $('welcome-done').addEventListener('click', () => {
@@ -601,6 +603,11 @@ function signedOut() {
   $('key-secret-value').value = '';
   $('snippet-code').textContent = '';
   $('key-secret').hidden = true;
+  // Nor does the account's data, for whoever signs in next in this tab.
+  $('keys-body').replaceChildren();
+  $('requests-body').replaceChildren();
+  $('balance').textContent = '–';
+  $('pg-result').hidden = true;
   $('console').hidden = true;
   $('who').hidden = true;
   showSignIn();

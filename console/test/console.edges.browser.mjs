@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { accessibility, cleanups, overflow, repositoryRoot, startGateway, startVendor } from './harness.mjs';
+import { accessibility, cleanups, outboxLink, overflow, repositoryRoot, startGateway, startVendor } from './harness.mjs';
 
 const root = repositoryRoot(path.dirname(fileURLToPath(import.meta.url)));
 const gatewayBin = process.env.GATEWAY_BIN || path.join(root, 'bin/gateway');
@@ -293,6 +293,31 @@ async function main() {
   await page.unroute('**/api/service/auth/signout');
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByRole('button', { name: 'Send sign-in link' }).waitFor();
+
+  step('a session ends on Usage and another account signs in in the same tab: nothing of the first shows');
+  await signIn();
+  await page.getByRole('tab', { name: 'Usage' }).click();
+  await page.locator('#requests-body tr').first().waitFor();
+  await page.getByRole('tab', { name: 'Playground' }).click();
+  await editor.fill('{"state": "s", "questions": {"q": {"type": "noul"}}}');
+  await page.getByRole('button', { name: 'Send decision' }).click();
+  await page.locator('#pg-status').waitFor();
+  await page.getByRole('tab', { name: 'Usage' }).click();
+  await page.locator('#requests-body tr').first().waitFor();
+  await context.clearCookies();
+  await page.getByRole('tab', { name: 'Usage' }).click();
+  await page.locator('#status').getByText('Your session has ended. Sign in again.').waitFor();
+  const asked = await fetch(gw.origin + '/api/service/auth/signin', {
+    method: 'POST', headers: { Origin: gw.origin, 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'second@example.com' }),
+  });
+  assert.equal(asked.status, 202);
+  await page.goto(outboxLink(gw.outbox)); // only the fragment changes: no reload
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.locator('#who-email').getByText('second@example.com').waitFor();
+  await page.getByText('No requests in the last 30 days.').waitFor();
+  assert.equal(await page.locator('#requests-body tr').count(), 0, 'no request of the first account');
+  assert.equal(await page.locator('#balance').textContent(), '6', "the second account's balance");
+  assert.equal(await page.evaluate(() => document.getElementById('pg-result').hidden), true, "no playground result of the first account");
 
   assert.deepEqual(problems, [], 'no script errors or CSP violations');
 }
