@@ -19,10 +19,12 @@ var files embed.FS
 
 // ContentSecurityPolicy allows the console's own scripts, styles and API
 // calls and nothing else: no inline script or style (all server data is
-// written as text, so an injected string cannot run), no framing
-// (clickjacking of the Revoke button), no foreign form targets.
-const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-	"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+// written as text, so an injected string cannot run), no image but the
+// data: favicon, no framing (clickjacking of the Revoke button), no form
+// navigation (script handles every form; without it, the sign-in form
+// must not put the typed address in a URL).
+const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src data:; " +
+	"connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
 
 var types = map[string]string{
 	".html": "text/html; charset=utf-8",

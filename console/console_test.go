@@ -3,6 +3,7 @@ package console
 import (
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strings"
 	"testing"
 )
@@ -40,6 +41,29 @@ func TestPageHasNothingInline(t *testing.T) {
 	for _, bad := range []string{"<script>", "style=", " onclick=", " onload=", "<style"} {
 		if strings.Contains(string(page), bad) {
 			t.Errorf("index.html contains %q", bad)
+		}
+	}
+}
+
+// The CSP allows only what the page uses: images are the data: favicon
+// alone (no image file is served), and every form is handled by script,
+// so none may navigate: a page whose script failed to load must not send
+// a typed address to the server in a URL (GET /?email=…).
+func TestCSPAllowsOnlyWhatThePageUses(t *testing.T) {
+	got := map[string]string{}
+	for _, d := range strings.Split(ContentSecurityPolicy, ";") {
+		name, value, _ := strings.Cut(strings.TrimSpace(d), " ")
+		got[name] = value
+	}
+	for name, want := range map[string]string{"img-src": "data:", "form-action": "'none'", "script-src": "'self'", "style-src": "'self'", "connect-src": "'self'"} {
+		if got[name] != want {
+			t.Errorf("%s %q, want %q", name, got[name], want)
+		}
+	}
+	entries, _ := files.ReadDir("static")
+	for _, e := range entries {
+		if _, known := types[path.Ext(e.Name())]; !known {
+			t.Errorf("static/%s is not a type the handler serves", e.Name())
 		}
 	}
 }
