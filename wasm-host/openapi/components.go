@@ -98,7 +98,7 @@ var headers = map[string]any{
 	"XIdempotencyReplayed":        header("true on a successful replay.", map[string]any{"const": "true"}, false),
 	"XServiceResponseMode": header("How the answer was made (spec §4.8).",
 		map[string]any{"type": "string", "enum": []any{"vendor-native", "edge-runtime", "router-adapted", "legacy-cache"}}, false),
-	"Location":                 header("The console: SERVICE_ORIGIN/, with ?signin=invalid or ?signin=error on failure.", str, true),
+	"Location":                 header("The console: SERVICE_ORIGIN/#signin=TOKEN for a well-formed link (nothing is spent: the console spends it), SERVICE_ORIGIN/?signin=invalid for a malformed one.", str, true),
 	"SetCookie":                header("dg_session=…; Path=/; HttpOnly; SameSite=Lax (Secure on https); cleared by sign-out.", str, false),
 	"ReferrerPolicy":           header("no-referrer: the link's token never leaves in a Referer.", map[string]any{"const": "no-referrer"}, true),
 	"WWWAuthenticate":          header("The API key's scheme (RFC 6750), on the platform's own 401 (missing_api_key, invalid_api_key); a forwarded upstream 401 has none.", map[string]any{"const": `Bearer realm="decision-gateway"`}, false),
