@@ -39,7 +39,7 @@ created, last used, revoked. --json writes one JSON object.
 // decision attempt that reserved credits (table requests, schema/ledger.md).
 var usageColumns = []string{
 	"request_id", "created_at", "finished_at", "account_id", "email", "source", "key_id", "key_name", "key_prefix",
-	"model", "questions", "state", "status", "error_code", "cost", "charged", "input_tokens", "output_tokens",
+	"model", "questions", "state", "status", "error_code", "cost", "charged", "input_tokens", "output_tokens", "resolved_model",
 }
 
 var usageHelp = `One row per decision attempt that reserved credits, oldest first, as CSV with
@@ -315,7 +315,7 @@ func exportUsage(op *operator, args []string) error {
 	for after := int64(0); ; {
 		steps, err := op.query(abi.Statement{SQL: `SELECT r.rowid, r.id, r.created_at, COALESCE(r.finished_at, 0), r.account_id, COALESCE(a.email, ''), r.source,
 COALESCE(r.key_id, ''), COALESCE(k.name, ''), COALESCE(k.prefix, ''), r.model, r.questions, r.state, r.status, COALESCE(r.error_code, ''),
-r.cost, r.charged, r.input_tokens, r.output_tokens
+r.cost, r.charged, r.input_tokens, r.output_tokens, r.resolved_model
 FROM requests r JOIN accounts a ON a.id = r.account_id LEFT JOIN api_keys k ON k.id = r.key_id
 WHERE r.rowid > ? AND r.created_at >= ? AND r.created_at < ?` + where + ` ORDER BY r.rowid LIMIT ?`,
 			Args: append(append([]abi.Value{abi.Int64(after)}, filter...), abi.Int64(usagePage))})
@@ -364,7 +364,7 @@ func newUsageWriter(out io.Writer, format string) *usageWriter {
 // those empty (null) when the ledger holds NULL.
 var (
 	usageTimes    = map[string]bool{"created_at": true, "finished_at": true}
-	usageNullable = map[string]bool{"status": true, "input_tokens": true, "output_tokens": true}
+	usageNullable = map[string]bool{"status": true, "input_tokens": true, "output_tokens": true, "resolved_model": true}
 )
 
 func (w *usageWriter) row(vals []abi.Value) error {

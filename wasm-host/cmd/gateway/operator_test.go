@@ -138,6 +138,10 @@ func TestOperatorCommandsOnARealLedger(t *testing.T) {
 					t.Errorf("usage row %d: %v", i+1, r)
 				}
 			}
+			// The model the answer named; none for the failure.
+			if rows[1][col["resolved_model"]] == "" || rows[2][col["resolved_model"]] != "" {
+				t.Errorf("usage resolved_model: %q, %q", rows[1][col["resolved_model"]], rows[2][col["resolved_model"]])
+			}
 			var lines []map[string]any
 			for _, l := range strings.Split(strings.TrimSpace(admin("usage", "--format", "jsonl", "--account", "ops@example.com", "--since", "2000-01-01")), "\n") {
 				var m map[string]any
@@ -146,7 +150,7 @@ func TestOperatorCommandsOnARealLedger(t *testing.T) {
 				}
 				lines = append(lines, m)
 			}
-			if len(lines) != 2 || lines[0]["request_id"] != rows[1][col["request_id"]] || lines[1]["charged"] != 0.0 || len(lines[0]) != len(usageColumns) {
+			if len(lines) != 2 || lines[0]["request_id"] != rows[1][col["request_id"]] || lines[1]["charged"] != 0.0 || lines[1]["resolved_model"] != nil || len(lines[0]) != len(usageColumns) {
 				t.Errorf("usage JSON lines: %v", lines)
 			}
 			for _, args := range [][]string{{"usage", "--account", "other@example.com"}, {"usage", "--until", "2000-01-01"}} {
