@@ -216,7 +216,10 @@ func TestServeWarnsWhenTheConsoleOriginIsNotItsAddress(t *testing.T) {
 	if out, ok := gateway(t, dir, nil, "admin", "migrate"); !ok {
 		t.Fatalf("admin migrate:\n%s", out)
 	}
-	warned := func(env ...string) bool {
+	// warned serves with env and reports whether it warned before it
+	// served, and the address it served on; taken, when the address named
+	// was no longer free (another process bound it since it was picked).
+	warned := func(env ...string) (warning bool, served string, taken bool) {
 		cmd := exec.Command(testenv.Binary(t), "serve")
 		cmd.Dir = dir
 		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
@@ -230,9 +233,11 @@ func TestServeWarnsWhenTheConsoleOriginIsNotItsAddress(t *testing.T) {
 		}
 		defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 		defer func() { go io.Copy(io.Discard, stderr) }()
-		warning := false
+		var said strings.Builder
 		lines := bufio.NewScanner(stderr)
 		for lines.Scan() {
+			said.Write(lines.Bytes())
+			said.WriteByte('\n')
 			var l struct{ Msg, Origin, Addr string }
 			if json.Unmarshal(lines.Bytes(), &l) != nil {
 				continue
@@ -241,18 +246,34 @@ func TestServeWarnsWhenTheConsoleOriginIsNotItsAddress(t *testing.T) {
 				warning = l.Origin == "http://127.0.0.1:8787" && strings.HasPrefix(l.Addr, "http://127.0.0.1:")
 			}
 			if l.Msg == "serving" {
-				return warning
+				return warning, strings.TrimPrefix(l.Addr, "http://"), false
 			}
 		}
-		t.Fatalf("serve %v stopped before serving", env)
-		return false
+		if strings.Contains(said.String(), "address already in use") {
+			return false, "", true
+		}
+		t.Fatalf("serve %v stopped before serving:\n%s", env, said.String())
+		return false, "", false
 	}
-	addr := testenv.FreeAddr(t)
-	if !warned("SERVICE_ADDR=" + addr) {
+	// Port 0: the kernel's choice, which no other process can hold.
+	if warning, addr, _ := warned("SERVICE_ADDR=127.0.0.1:0"); !warning {
 		t.Errorf("serve on %s with SERVICE_ORIGIN unset gave no warning", addr)
 	}
-	if warned("SERVICE_ADDR="+addr, "SERVICE_ORIGIN=http://"+addr) {
-		t.Errorf("serve on %s with SERVICE_ORIGIN=http://%s warned", addr, addr)
+	// SERVICE_ORIGIN must name the address before it is bound, so a free
+	// one is picked; one another process took meanwhile is picked again.
+	for attempt := 1; ; attempt++ {
+		addr := testenv.FreeAddr(t)
+		warning, _, taken := warned("SERVICE_ADDR="+addr, "SERVICE_ORIGIN=http://"+addr)
+		if taken && attempt < 5 {
+			continue
+		}
+		if taken {
+			t.Fatalf("every free address picked was taken before serve bound it")
+		}
+		if warning {
+			t.Errorf("serve on %s with SERVICE_ORIGIN=http://%s warned", addr, addr)
+		}
+		break
 	}
 }
 
