@@ -185,7 +185,11 @@ func TestEdgeBindingErrorsKeepStatusAndBody(t *testing.T) {
 // refunded at once, not an unsettled attempt left to its lease.
 func TestEdgeBindingPastTheDeadlineIsRefunded(t *testing.T) {
 	b := newFake(t, func(w http.ResponseWriter, r *http.Request, body []byte) { <-r.Context().Done() })
-	g := startGateway(t, "edge", b.URL, "GATEWAY_REQUEST_TIMEOUT", "2s")
+	// 4 s: the binding is given up at 3 s, and the decision has the 1 s
+	// settle margin (a quarter) to resume, settle and answer. With 2 s its
+	// 500 ms margin was up to 300 ms spent on a loaded 2-core machine, and
+	// an answer past the deadline is 504 function_timeout, unsettled.
+	g := startGateway(t, "edge", b.URL, "GATEWAY_REQUEST_TIMEOUT", "4s")
 	acct, key := g.account(100)
 	for i := 0; i < 3; i++ {
 		r := g.decide(key, decision)
