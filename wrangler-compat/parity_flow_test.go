@@ -30,6 +30,7 @@ func answerVendor(w http.ResponseWriter, r *http.Request, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Vendor-Request-Id", "vrid-1")
 	w.Header().Set("X-RateLimit-Remaining", "99")
+	w.Header().Set("RateLimit-Remaining", "98") // the other spelling: x-ratelimit-* is kept
 	w.Header().Set("Set-Cookie", "vendor_session=1")
 	w.Header().Set("X-Vendor-Internal", "not-for-callers")
 	io.WriteString(w, vendorAnswer)
@@ -55,7 +56,8 @@ func TestDecisionsAndKeysAgreeOnBothHosts(t *testing.T) {
 		t.Fatalf("decision: %d %s", first[0].status, first[0].body)
 	}
 	for i, a := range first {
-		if hasHeader(a.header, "Set-Cookie") || hasHeader(a.header, "X-Vendor-Internal") || a.header.Get("X-Service-Credits") == "" {
+		if hasHeader(a.header, "Set-Cookie") || hasHeader(a.header, "X-Vendor-Internal") || a.header.Get("X-Service-Credits") == "" ||
+			a.header.Get("X-Upstream-RateLimit-Remaining") != "99" {
 			t.Errorf("%s: decision headers %v", p.sides[i].name, a.header)
 		}
 	}

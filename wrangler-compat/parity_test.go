@@ -261,6 +261,7 @@ var decisionHeaders = []string{
 	"Content-Type", "X-Service-Credits", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-Service-Response-Mode",
 	"X-Upstream-Request-Id", "X-Vendor-Request-Id", "X-Idempotency-Replayed", "X-Service-Error-Source",
 	"X-Service-Error-Code", "Retry-After", "X-Function-Version", "Set-Cookie", "Allow",
+	"X-Upstream-RateLimit-Limit", "X-Upstream-RateLimit-Remaining", "X-Upstream-RateLimit-Reset",
 }
 
 func bearer(key string) []string {

@@ -1,24 +1,23 @@
 package policy
 
-import (
-	"strings"
-
-	"decisiongateway/shared/abi"
-)
+import "decisiongateway/shared/abi"
 
 // Upstream tracking headers, in the precedence X-Upstream-Request-Id uses
 // (spec §4.8).
 var trackingPrecedence = []string{"x-vendor-request-id", "x-request-id", "request-id"}
 
 // upstreamRateLimit renames the upstream's rate-limit headers into their own
-// namespace, so a client never confuses them with the platform's.
-var upstreamRateLimit = map[string]string{
-	"x-ratelimit-limit":     "x-upstream-ratelimit-limit",
-	"x-ratelimit-remaining": "x-upstream-ratelimit-remaining",
-	"x-ratelimit-reset":     "x-upstream-ratelimit-reset",
-	"ratelimit-limit":       "x-upstream-ratelimit-limit",
-	"ratelimit-remaining":   "x-upstream-ratelimit-remaining",
-	"ratelimit-reset":       "x-upstream-ratelimit-reset",
+// namespace, so a client never confuses them with the platform's. When an
+// upstream sends both spellings of one, the x-ratelimit-* one is kept: a
+// fixed precedence, since the order headers reach a function differs by
+// host (wire order on the wazero host, sorted by name on Workers).
+var upstreamRateLimit = [...]struct{ from, to string }{
+	{"x-ratelimit-limit", "x-upstream-ratelimit-limit"},
+	{"x-ratelimit-remaining", "x-upstream-ratelimit-remaining"},
+	{"x-ratelimit-reset", "x-upstream-ratelimit-reset"},
+	{"ratelimit-limit", "x-upstream-ratelimit-limit"},
+	{"ratelimit-remaining", "x-upstream-ratelimit-remaining"},
+	{"ratelimit-reset", "x-upstream-ratelimit-reset"},
 }
 
 // ForwardUpstream returns the only upstream headers a client may see (spec
@@ -47,9 +46,9 @@ func ForwardUpstream(h abi.Headers, keepContentType bool) abi.Headers {
 	if v := h.Get("x-vendor-request-id"); v != "" {
 		out = append(out, abi.Header{Name: "x-vendor-request-id", Value: v})
 	}
-	for _, f := range h {
-		if to, ok := upstreamRateLimit[strings.ToLower(f.Name)]; ok && !out.Has(to) {
-			out = append(out, abi.Header{Name: to, Value: f.Value})
+	for _, r := range upstreamRateLimit {
+		if v := h.Get(r.from); v != "" && !out.Has(r.to) {
+			out = append(out, abi.Header{Name: r.to, Value: v})
 		}
 	}
 	return out

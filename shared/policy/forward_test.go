@@ -42,3 +42,17 @@ func TestUpstreamRequestIDPrecedence(t *testing.T) {
 		t.Fatalf("got %v", out)
 	}
 }
+
+// An upstream that sends both spellings of a rate-limit header is forwarded
+// the same value whatever the order its headers arrive in: the wazero host
+// hands them over in wire order, the Workers runtime sorted by name.
+func TestUpstreamRateLimitSpellingPrecedence(t *testing.T) {
+	a := abi.Header{Name: "x-ratelimit-remaining", Value: "7"}
+	b := abi.Header{Name: "ratelimit-remaining", Value: "9"}
+	for _, in := range []abi.Headers{{a, b}, {b, a}} {
+		out := ForwardUpstream(in, false)
+		if got := out.Get("x-upstream-ratelimit-remaining"); got != "7" || len(out) != 1 {
+			t.Fatalf("from %v got %v, want x-upstream-ratelimit-remaining 7 (x-ratelimit-* first)", in, out)
+		}
+	}
+}
