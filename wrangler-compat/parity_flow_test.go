@@ -31,6 +31,8 @@ func answerVendor(w http.ResponseWriter, r *http.Request, body []byte) {
 	w.Header().Set("X-Vendor-Request-Id", "vrid-1")
 	w.Header().Set("X-RateLimit-Remaining", "99")
 	w.Header().Set("RateLimit-Remaining", "98") // the other spelling: x-ratelimit-* is kept
+	w.Header().Add("X-RateLimit-Limit", "100")  // repeated: forwarded joined on both hosts
+	w.Header().Add("X-RateLimit-Limit", "101")
 	w.Header().Set("Set-Cookie", "vendor_session=1")
 	w.Header().Set("X-Vendor-Internal", "not-for-callers")
 	io.WriteString(w, vendorAnswer)
@@ -57,7 +59,7 @@ func TestDecisionsAndKeysAgreeOnBothHosts(t *testing.T) {
 	}
 	for i, a := range first {
 		if hasHeader(a.header, "Set-Cookie") || hasHeader(a.header, "X-Vendor-Internal") || a.header.Get("X-Service-Credits") == "" ||
-			a.header.Get("X-Upstream-RateLimit-Remaining") != "99" {
+			a.header.Get("X-Upstream-RateLimit-Remaining") != "99" || a.header.Get("X-Upstream-RateLimit-Limit") != "100, 101" {
 			t.Errorf("%s: decision headers %v", p.sides[i].name, a.header)
 		}
 	}

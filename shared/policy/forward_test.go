@@ -56,3 +56,27 @@ func TestUpstreamRateLimitSpellingPrecedence(t *testing.T) {
 		}
 	}
 }
+
+// A header the upstream repeats is forwarded as one value, its values
+// joined by ", " (RFC 9110 §5.3) as the Workers runtime hands them over,
+// so both hosts forward the same answer alike.
+func TestRepeatedUpstreamHeadersAreJoined(t *testing.T) {
+	in := abi.Headers{
+		{Name: "x-vendor-request-id", Value: "v1"}, {Name: "x-ratelimit-limit", Value: "11"},
+		{Name: "x-vendor-request-id", Value: "v2"}, {Name: "x-ratelimit-limit", Value: "12"},
+	}
+	out := ForwardUpstream(in, false)
+	want := abi.Headers{
+		{Name: "x-upstream-request-id", Value: "v1, v2"},
+		{Name: "x-vendor-request-id", Value: "v1, v2"},
+		{Name: "x-upstream-ratelimit-limit", Value: "11, 12"},
+	}
+	if len(out) != len(want) {
+		t.Fatalf("got %v, want %v", out, want)
+	}
+	for i := range want {
+		if out[i] != want[i] {
+			t.Fatalf("got %v, want %v", out, want)
+		}
+	}
+}
