@@ -30,6 +30,25 @@ func (h Headers) Get(name string) string {
 	return ""
 }
 
+// Joined returns the values of name (lower-case) joined by ", ", as RFC
+// 9110 §5.3 combines a repeated field and as the Workers runtime hands one
+// to a function (the wazero host passes one entry per line), or "". Read a
+// header with it wherever the two hosts must agree on a repeated one.
+func (h Headers) Joined(name string) string {
+	v, n := "", 0
+	for _, f := range h {
+		if f.Name != name {
+			continue
+		}
+		if n++; n == 1 {
+			v = f.Value
+		} else {
+			v += ", " + f.Value
+		}
+	}
+	return v
+}
+
 // Has reports whether name (lower-case) is present.
 func (h Headers) Has(name string) bool {
 	for _, f := range h {

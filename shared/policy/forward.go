@@ -31,45 +31,26 @@ var upstreamRateLimit = [...]struct{ from, to string }{
 func ForwardUpstream(h abi.Headers, keepContentType bool) abi.Headers {
 	var out abi.Headers
 	if keepContentType {
-		if v := joined(h, "content-type"); v != "" {
+		if v := h.Joined("content-type"); v != "" {
 			out = append(out, abi.Header{Name: HContentType, Value: v})
 		}
 	}
-	if v := joined(h, "retry-after"); v != "" {
+	if v := h.Joined("retry-after"); v != "" {
 		out = append(out, abi.Header{Name: HRetryAfter, Value: v})
 	}
 	for _, name := range trackingPrecedence {
-		if v := joined(h, name); v != "" {
+		if v := h.Joined(name); v != "" {
 			out = append(out, abi.Header{Name: "x-upstream-request-id", Value: v})
 			break
 		}
 	}
-	if v := joined(h, "x-vendor-request-id"); v != "" {
+	if v := h.Joined("x-vendor-request-id"); v != "" {
 		out = append(out, abi.Header{Name: "x-vendor-request-id", Value: v})
 	}
 	for _, r := range upstreamRateLimit {
-		if v := joined(h, r.from); v != "" && !out.Has(r.to) {
+		if v := h.Joined(r.from); v != "" && !out.Has(r.to) {
 			out = append(out, abi.Header{Name: r.to, Value: v})
 		}
 	}
 	return out
-}
-
-// joined is the value of header name in h, the values of a repeated one
-// joined by ", " (RFC 9110 §5.3): the Workers runtime hands a function a
-// repeated header that way, the wazero host one entry per line, and the
-// two hosts must forward the same answer alike.
-func joined(h abi.Headers, name string) string {
-	v, n := "", 0
-	for _, f := range h {
-		if f.Name != name {
-			continue
-		}
-		if n++; n == 1 {
-			v = f.Value
-		} else {
-			v += ", " + f.Value
-		}
-	}
-	return v
 }

@@ -243,7 +243,7 @@ func (r *router) schema(w *jsonw.Writer) {
 
 // answer classifies the router's HTTP answer.
 func (r *router) answer(c *Call, res *abi.FetchResponse) Outcome {
-	isJSON := validate.IsJSONContentType(res.Headers.Get("content-type")) && fastjson.ValidateBytes(res.Body) == nil
+	isJSON := validate.IsJSONContentType(res.Headers.Joined("content-type")) && fastjson.ValidateBytes(res.Body) == nil
 	switch {
 	case res.Status >= 200 && res.Status < 300 && isJSON:
 	case res.Status >= 400 && res.Status < 600 && isJSON:

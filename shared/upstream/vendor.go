@@ -55,7 +55,7 @@ func (v *vendor) Answer(c *Call, r *abi.Resume) Outcome {
 
 // answer classifies an HTTP answer from the vendor.
 func (v *vendor) answer(c *Call, res *abi.FetchResponse) Outcome {
-	jsonType := validate.IsJSONContentType(res.Headers.Get("content-type"))
+	jsonType := validate.IsJSONContentType(res.Headers.Joined("content-type"))
 	switch {
 	case res.Status >= 200 && res.Status < 300:
 		// An answer the strict scan of ValidateAnswer accepts is JSON, so
@@ -112,7 +112,7 @@ func (v *vendor) modelList(r *abi.Resume) abi.Response {
 	if failed != nil {
 		return abi.Response{Status: failed.Status, Headers: failed.Headers, Body: failed.Body}
 	}
-	isJSON := validate.IsJSONContentType(res.Headers.Get("content-type")) && fastjson.ValidateBytes(res.Body) == nil
+	isJSON := validate.IsJSONContentType(res.Headers.Joined("content-type")) && fastjson.ValidateBytes(res.Body) == nil
 	var o Outcome
 	switch {
 	case isJSON && res.Status >= 200 && res.Status < 300:

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"strings"
 	"testing"
 
 	"decisiongateway/shared/abi"
@@ -23,13 +24,19 @@ func TestVendorAnswerClassification(t *testing.T) {
 		{"not JSON", "application/json", `<html>`, false, "upstream_invalid_response"},
 		{"truncated", "application/json", good[:len(good)-1], false, "upstream_invalid_response"},
 		{"JSON, but not a JSON content type", "text/plain", good, false, "upstream_invalid_response"},
+		// Two Content-Type lines are one value joined, as Workers reads them.
+		{"content type given twice", "application/json\napplication/json", good, false, "upstream_invalid_response"},
 		{"duplicate key", "application/json", `{"model":"m","model":"n","answers":{"q":{"type":"noul","noul":0.9}}}`, false, "invalid_upstream_answer"},
 		{"invalid UTF-8 in a string", "application/json", "{\"model\":\"m\xff\",\"answers\":{\"q\":{\"type\":\"noul\",\"noul\":0.9}}}", false, "invalid_upstream_answer"},
 		{"wrong shape", "application/json", `{"model":"m","answers":{}}`, false, "invalid_upstream_answer"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tr := &recordingTransport{reply: func(*abi.FetchRequest) (abi.FetchResponse, error) {
-				return abi.FetchResponse{Status: 200, Headers: abi.Headers{{Name: "content-type", Value: c.contentType}}, Body: []byte(c.answer)}, nil
+				var h abi.Headers
+				for _, v := range strings.Split(c.contentType, "\n") {
+					h = append(h, abi.Header{Name: "content-type", Value: v})
+				}
+				return abi.FetchResponse{Status: 200, Headers: h, Body: []byte(c.answer)}, nil
 			}}
 			a := adapterFor(t, "vendor", platform.MapConfig{})
 			o := Decide(&platform.Env{Transport: tr}, a, newCall(t, "vendor", body))
