@@ -114,7 +114,7 @@ func TestPendingKeyAnswersInProgress(t *testing.T) {
 	g.vendor.Handle(gated(gate))
 	done := make(chan reply)
 	go func() { done <- g.post(key, simpleRequest, "Idempotency-Key", "slow") }()
-	waitFor(t, func() bool { return len(g.vendor.Seen()) == 1 })
+	testenv.WaitFor(t, func() bool { return len(g.vendor.Seen()) == 1 })
 	r := g.post(key, simpleRequest, "Idempotency-Key", "slow")
 	if r.Status != 409 || r.code() != "request_in_progress" || r.Header.Get("Retry-After") == "" {
 		t.Errorf("%d %q Retry-After %q", r.Status, r.code(), r.Header.Get("Retry-After"))
@@ -136,7 +136,7 @@ func TestPendingKeyOutlivesAShortRetention(t *testing.T) {
 	g.vendor.Handle(gated(gate))
 	done := make(chan reply)
 	go func() { done <- g.post(key, simpleRequest, "Idempotency-Key", "long") }()
-	waitFor(t, func() bool { return len(g.vendor.Seen()) == 1 })
+	testenv.WaitFor(t, func() bool { return len(g.vendor.Seen()) == 1 })
 	time.Sleep(1500 * time.Millisecond) // past the retention, the attempt still pending
 	r := g.post(key, simpleRequest, "Idempotency-Key", "long")
 	if r.Status != 409 || r.code() != "request_in_progress" {
@@ -301,7 +301,7 @@ func TestKilledHostLeavesNoKeyPendingAndNoCreditLost(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
+	testenv.WaitFor(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/api/service/config")
 		return err == nil && resp.StatusCode == 200
 	})
@@ -312,7 +312,7 @@ func TestKilledHostLeavesNoKeyPendingAndNoCreditLost(t *testing.T) {
 		req.Header.Set("Idempotency-Key", "doomed")
 		http.DefaultClient.Do(req)
 	}()
-	waitFor(t, func() bool { return len(g.vendor.Seen()) == 1 })
+	testenv.WaitFor(t, func() bool { return len(g.vendor.Seen()) == 1 })
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	close(gate)
@@ -341,17 +341,6 @@ func TestKilledHostLeavesNoKeyPendingAndNoCreditLost(t *testing.T) {
 		t.Fatalf("%d attempts still pending", pending)
 	}
 	g.CheckInvariant()
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 15s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func TestSweeperSettlesExpiredLeases(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"decisiongateway/testkit/hosttest"
+	"decisiongateway/testkit/testenv"
 )
 
 // barrier answers valid decisions only once n requests are waiting on it at
@@ -95,13 +96,13 @@ func TestClientThatHangsUpStillSettlesAndReplays(t *testing.T) {
 			}
 			gone <- err
 		}()
-		waitFor(t, func() bool { return len(g.vendor.Seen()) == 1 })
+		testenv.WaitFor(t, func() bool { return len(g.vendor.Seen()) == 1 })
 		cancel()
 		if err := <-gone; err == nil {
 			t.Fatal("the client's request finished although it was cancelled")
 		}
 		close(gate)
-		waitFor(t, func() bool {
+		testenv.WaitFor(t, func() bool {
 			rows := g.exec(`SELECT state FROM idempotency WHERE account_id = ? AND key = ?`, str(acct), str("hung-up"))
 			return len(rows) == 1 && rows[0][0].AsString() == "completed"
 		})

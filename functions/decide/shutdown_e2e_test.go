@@ -33,7 +33,7 @@ func TestGracefulShutdownFinishesInFlightDecision(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { cmd.Process.Kill() })
-	waitFor(t, func() bool {
+	testenv.WaitFor(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/api/service/config")
 		return err == nil && resp.StatusCode == 200
 	})
@@ -57,10 +57,10 @@ func TestGracefulShutdownFinishesInFlightDecision(t *testing.T) {
 		resp.Body.Close()
 		done <- result{status: resp.StatusCode, credits: resp.Header.Get("X-Service-Credits")}
 	}()
-	waitFor(t, func() bool { return len(g.vendor.Seen()) == 1 })
+	testenv.WaitFor(t, func() bool { return len(g.vendor.Seen()) == 1 })
 	cmd.Process.Signal(syscall.SIGTERM)
 	// New connections are refused once shutdown has begun.
-	waitFor(t, func() bool { _, err := http.Get("http://" + addr + "/api/service/config"); return err != nil })
+	testenv.WaitFor(t, func() bool { _, err := http.Get("http://" + addr + "/api/service/config"); return err != nil })
 	select {
 	case err := <-exited:
 		t.Fatalf("host exited (%v) with a decision in flight", err)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Root returns the repository root (the directory holding go.mod).
@@ -93,4 +94,17 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// WaitFor polls cond every 10 ms until it holds, and fails the test if it
+// has not within 15 s: for a state another process or goroutine reaches.
+func WaitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 15s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -158,18 +158,8 @@ func TestWrongCommandLinesExit2(t *testing.T) {
 func serveUntil(t *testing.T, dir string, front, env []string, msg string, into any, args ...string) {
 	t.Helper()
 	argv := append(append(append([]string{}, front...), testenv.Binary(t)), args...)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = dir
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SERVICE_ADDR=127.0.0.1:0",
-		"GATEWAY_FUNCTIONS_DIR=" + filepath.Join(testenv.Root(t), "build", "functions"), "GATEWAY_DATA_DIR=" + t.TempDir()}, env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	stderr, stop := startProgram(t, dir, argv, append([]string{"SERVICE_ADDR=127.0.0.1:0"}, env...))
+	t.Cleanup(stop)
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
 		var l struct{ Msg string }
@@ -179,6 +169,25 @@ func serveUntil(t *testing.T, dir string, front, env []string, msg string, into 
 		}
 	}
 	go io.Copy(io.Discard, stderr)
+}
+
+// startProgram starts argv in dir with the test's functions, a data
+// directory of its own and env, and returns its standard error and what
+// stops it (SIGTERM, then waiting for it to exit).
+func startProgram(t *testing.T, dir string, argv, env []string) (io.ReadCloser, func()) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"GATEWAY_FUNCTIONS_DIR=" + filepath.Join(testenv.Root(t), "build", "functions"), "GATEWAY_DATA_DIR=" + t.TempDir()}, env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return stderr, func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }
 }
 
 // `serve` with GATEWAY_METRICS_ADDR answers the metrics on that listener
@@ -220,18 +229,8 @@ func TestServeWarnsWhenTheConsoleOriginIsNotItsAddress(t *testing.T) {
 	// served, and the address it served on; taken, when the address named
 	// was no longer free (another process bound it since it was picked).
 	warned := func(env ...string) (warning bool, served string, taken bool) {
-		cmd := exec.Command(testenv.Binary(t), "serve")
-		cmd.Dir = dir
-		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-			"GATEWAY_FUNCTIONS_DIR=" + filepath.Join(testenv.Root(t), "build", "functions"), "GATEWAY_DATA_DIR=" + t.TempDir()}, env...)
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+		stderr, stop := startProgram(t, dir, []string{testenv.Binary(t), "serve"}, env)
+		defer stop()
 		defer func() { go io.Copy(io.Discard, stderr) }()
 		var said strings.Builder
 		lines := bufio.NewScanner(stderr)

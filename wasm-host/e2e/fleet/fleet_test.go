@@ -13,6 +13,7 @@ import (
 
 	"decisiongateway/testkit/hosttest"
 	"decisiongateway/testkit/sqldtest"
+	"decisiongateway/testkit/testenv"
 )
 
 const upstreamKey = "sk-operator-fleet-5d1e"
@@ -64,17 +65,6 @@ func decide(t *testing.T, h *hosttest.Host, key string, headers ...string) reply
 	return reply{resp.StatusCode, resp.Header, string(b)}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 15s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestSuccessAnotherHostReconciledIsNotDelivered: host A's decision waits
 // on its upstream while host B, whose clock runs a minute ahead (or A was
 // paused past its lease), reconciles A's attempt as failed and refunded.
@@ -96,7 +86,7 @@ func TestSuccessAnotherHostReconciledIsNotDelivered(t *testing.T) {
 		calls := len(vendor.Seen())
 		done := make(chan reply)
 		go func() { done <- decide(t, hs[0], key, headers...) }()
-		waitFor(t, func() bool { return len(vendor.Seen()) == calls+1 })
+		testenv.WaitFor(t, func() bool { return len(vendor.Seen()) == calls+1 })
 		if n, err := hs[1].App.Sweep(context.Background(), time.Now().Add(time.Hour)); n != 1 || err != nil {
 			t.Fatalf("host B reconciled %d (%v)", n, err)
 		}
