@@ -71,8 +71,12 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	if refusal != nil {
 		return *refusal
 	}
-	idemKey, ok := idempotencyKey(req)
-	if !ok {
+	// A key sent twice (even twice the same) is read joined, "a, b", as
+	// the Workers runtime hands it over and as no valid key looks: which
+	// operation the client meant is unknown, and taking the first would
+	// charge a new operation for a resend whose fields came reordered.
+	idemKey := req.Headers.Joined("idempotency-key")
+	if req.Headers.Has("idempotency-key") && !validIdempotencyKey(idemKey) {
 		return fail(contract.InvalidIdempotencyKey, "Idempotency-Key must be sent once, as 1 to 255 visible ASCII characters")
 	}
 	var err error
@@ -331,7 +335,7 @@ func settle(env *platform.Env, st *ledgerq.Settle, until time.Time) (string, boo
 	for wait, retry := 50*time.Millisecond, false; ; wait, retry = min(2*wait, time.Second), true {
 		var mine bool
 		mine, err = ledgerq.SettleDecision(env.Ledger, st)
-		if err == nil && st.OK && !mine && retry {
+		if err == nil && st.OK && !mine && retry && !st.ReportsCharge() {
 			// An earlier try may have committed and lost its answer.
 			mine, err = ledgerq.Charged(env.Ledger, st.RequestID)
 		}
@@ -390,24 +394,6 @@ func fail(code contract.Code, message string) abi.Response {
 	resp := policy.Error(code, message)
 	resp.Headers.Set(policy.HServiceCredits, "0")
 	return resp
-}
-
-// idempotencyKey reads the request's Idempotency-Key ("" when there is
-// none); false when the header is invalid. A key sent twice is refused,
-// even twice the same: which operation the client meant is unknown, and
-// HTTP lets a recipient join repeated fields into one ("a, b"), which is
-// what the Workers runtime hands its function and which is no valid key.
-// Taking the first would charge a new operation for a resend whose
-// fields came in another order.
-func idempotencyKey(req *abi.Request) (string, bool) {
-	key, n := "", 0
-	for _, h := range req.Headers {
-		if h.Name == "idempotency-key" {
-			key = h.Value
-			n++
-		}
-	}
-	return key, n == 0 || n == 1 && validIdempotencyKey(key)
 }
 
 // validIdempotencyKey: 1 to 255 visible ASCII characters (schema/errors.md).

@@ -258,7 +258,7 @@ func retentionSeconds(d time.Duration) int64 {
 func SettleDecision(l platform.Ledger, s *Settle) (bool, error) {
 	var x batch.Builder
 	now := num(s.Now.Unix())
-	if s.OK && (s.IdemKey == "" || s.Retain == nil) {
+	if s.ReportsCharge() {
 		// No record to complete: the one statement a host may merge.
 		x.Add(settlementSQL, nil, str(s.RequestID), num(int64(s.Status)), tokens(s.InputTokens), tokens(s.OutputTokens), now, nullable(s.Model))
 		res, err := x.Run(l)
@@ -309,6 +309,11 @@ func tokens(n int64) abi.Value {
 	}
 	return num(n)
 }
+
+// ReportsCharge is whether SettleDecision's result says if the attempt is
+// charged, a retry's too: the one mergeable statement reads the state back.
+// A keyed success says only whether this call changed the attempt.
+func (s *Settle) ReportsCharge() bool { return s.OK && (s.IdemKey == "" || s.Retain == nil) }
 
 // Charged reports whether a decision attempt is settled as charged
 // (succeeded). A settlement retried after its answer was lost reads it to

@@ -58,13 +58,11 @@ type Settings struct {
 
 // UpstreamTimeout is how long a function waits for its upstream: the
 // request deadline less a margin to settle accounts afterwards.
-func (s *Settings) UpstreamTimeout() time.Duration {
-	margin := s.RequestTimeout / 4
-	if margin > 5*time.Second {
-		margin = 5 * time.Second
-	}
-	return s.RequestTimeout - margin
-}
+func (s *Settings) UpstreamTimeout() time.Duration { return s.RequestTimeout - s.SettleMargin() }
+
+// SettleMargin is what an upstream call leaves of the request's time for
+// settling and answering: a quarter, at most 5 s.
+func (s *Settings) SettleMargin() time.Duration { return min(s.RequestTimeout/4, 5*time.Second) }
 
 // Lease is how long a pending decision attempt is presumed alive. Past it,
 // the host serving the attempt must have died or been stopped (its deadline

@@ -140,7 +140,7 @@ func (a *App) runAI(ctx context.Context, r *abi.AIRequest) abi.AIResponse {
 	if dl, ok := ctx.Deadline(); ok {
 		s := settings.Settings{RequestTimeout: a.Config.RequestTimeout}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, dl.Add(s.UpstreamTimeout()-s.RequestTimeout))
+		ctx, cancel = context.WithDeadline(ctx, dl.Add(-s.SettleMargin()))
 		defer cancel()
 	}
 	start := time.Now()

@@ -164,9 +164,10 @@ func (s *Server) logAnswer(r *http.Request, rid string, route *routes.Route, res
 		slog.String("function", fn), slog.Int("status", resp.Status),
 		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 	}
+	code := resp.Headers.Get(policy.HErrorCode)
 	if level > slog.LevelInfo {
-		attrs = append(attrs, slog.String("code", resp.Headers.Get(policy.HErrorCode)), slog.String("cause", cause))
-	} else if code := resp.Headers.Get(policy.HErrorCode); code != "" {
+		attrs = append(attrs, slog.String("code", code), slog.String("cause", cause))
+	} else if code != "" {
 		// A refusal (4xx) names its error code, so the log tells a 429 of
 		// the account's window from one of the address's sign-in limit.
 		attrs = append(attrs, slog.String("code", code))
