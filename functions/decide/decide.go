@@ -92,22 +92,22 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 		fingerprint = canon.Fingerprint(canonical)
 	}
 
-	// Authorise and reserve: one ledger round trip.
 	now := time.Now()
-	r, err := ledgerq.ReserveDecision(env.Ledger, &ledgerq.Reserve{
-		Principal:   ledgerq.Principal{AccountID: c.AccountID, KeyHash: keyHash, IPHash: keys.HashClient(req.ClientAddr), AuthLimit: d.settings.AuthRateLimit},
-		Source:      c.Source,
-		RequestID:   req.RequestID,
-		IdemKey:     idemKey,
-		Fingerprint: fingerprint,
-		Model:       d.call.Model,
-		Questions:   len(d.parsed.Questions),
-		Cost:        cost,
-		RateLimit:   d.settings.RateLimit,
-		TTL:         d.settings.IdempotencyTTL,
-		Lease:       d.settings.Lease(),
-		Now:         now,
-	})
+	if speculate(env, d, keyHash, idemKey, cost, now) {
+		// Call the upstream first; reserve and settle in one statement
+		// when it answers (speculate.go).
+		p := pending{AccountID: c.AccountID, Cost: cost, Rate: batch.Rate{Limit: int64(d.settings.RateLimit)}, Reserved: now.UnixMilli(), Speculative: true}
+		if aw, failed := d.adapter.Prepare(&d.call); failed == nil {
+			p.Called = time.Now().UnixMicro()
+			aw.State = d.parsed.AppendState(p.append(aw.State[:0]))
+			return abi.Response{Await: &aw}
+		}
+		env.Memo.Add(inflightKey(keyHash), -1, d.settings.Lease())
+	}
+
+	// Authorise and reserve: one ledger round trip.
+	r, err := ledgerq.ReserveDecision(env.Ledger, d.reserve(req, c, keyHash, idemKey, fingerprint, cost, now))
+	measured(env, true, time.Since(now))
 	if err != nil {
 		env.Error("reservation failed", "error", err.Error())
 		if batch.OutcomeUnknown(err) {
@@ -118,6 +118,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 		}
 		return fail(contract.LedgerUnavailable, "the ledger is unavailable; nothing was charged")
 	}
+	remember(env, keyHash, &r)
 	if resp, done := refuse(env, &r, c.AccountID, now); done {
 		return resp
 	}
@@ -129,6 +130,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 	if failed != nil {
 		return settleAndAnswer(env, req, d, &p, failed)
 	}
+	p.Called = time.Now().UnixMicro()
 	aw.State = d.parsed.AppendState(p.append(aw.State[:0]))
 	return abi.Response{Await: &aw}
 }
@@ -146,6 +148,9 @@ func Resume(env *platform.Env, req *abi.Request) abi.Response {
 	d := &current
 	d.settings = settings.Read(env.Config)
 	d.adapter = upstream.For(&d.settings)
+	if p.Speculative {
+		landed(env, req, d)
+	}
 	parsed, ok := validator.RequestFromState(rest)
 	if !ok || d.adapter == nil {
 		// Run saved a request it had validated, on a deployment with an
@@ -155,8 +160,32 @@ func Resume(env *platform.Env, req *abi.Request) abi.Response {
 		return settleAndAnswer(env, req, d, &p, &out)
 	}
 	d.use(parsed, nil, req.Body)
+	if p.Called != 0 {
+		measured(env, false, time.Since(time.UnixMicro(p.Called)))
+	}
 	out := d.adapter.Answer(&d.call, req.Resume)
+	if p.Speculative {
+		return record(env, req, d, &p, &out)
+	}
 	return settleAndAnswer(env, req, d, &p, &out)
+}
+
+// reserve is the reservation of the decision d for caller c.
+func (d *decision) reserve(req *abi.Request, c Caller, keyHash, idemKey, fingerprint string, cost int64, now time.Time) *ledgerq.Reserve {
+	return &ledgerq.Reserve{
+		Principal:   ledgerq.Principal{AccountID: c.AccountID, KeyHash: keyHash, IPHash: keys.HashClient(req.ClientAddr), AuthLimit: d.settings.AuthRateLimit},
+		Source:      c.Source,
+		RequestID:   req.RequestID,
+		IdemKey:     idemKey,
+		Fingerprint: fingerprint,
+		Model:       d.call.Model,
+		Questions:   len(d.parsed.Questions),
+		Cost:        cost,
+		RateLimit:   d.settings.RateLimit,
+		TTL:         d.settings.IdempotencyTTL,
+		Lease:       d.settings.Lease(),
+		Now:         now,
+	}
 }
 
 // decision is a parsed request: its settings, adapter and upstream call.
@@ -210,28 +239,44 @@ func (d *decision) use(parsed *validate.Request, tree *fastjson.Value, body []by
 // retains a success for replay, and answers.
 func settleAndAnswer(env *platform.Env, req *abi.Request, d *decision, p *pending, out *upstream.Outcome) abi.Response {
 	idemKey := req.Headers.Get("idempotency-key")
-	st := ledgerq.Settle{
-		RequestID: req.RequestID, AccountID: p.AccountID, IdemKey: idemKey, Cost: p.Cost,
-		OK: out.OK, Status: out.Status, ErrorCode: string(out.Code),
-		InputTokens: out.InputTokens, OutputTokens: out.OutputTokens, Model: recordedModel(out.Model), TTL: d.settings.IdempotencyTTL, Now: time.Now(),
-	}
-	mode := ""
-	if d.adapter != nil {
-		mode = d.adapter.Mode()
-	}
-	if out.OK && idemKey != "" {
-		st.Retain = &ledgerq.Retained{RequestID: req.RequestID, Status: out.Status, Headers: out.Headers, Body: out.Body, Mode: mode}
-	}
-	resp := abi.Response{Status: out.Status, Headers: out.Headers, Body: out.Body}
-	if mode != "" && (out.OK || out.Source == policy.SourceUpstream) {
-		resp.Headers.Set(policy.HResponseMode, mode)
-	}
+	st := settlement(req, d, p, out, idemKey)
+	resp := answer(d, out)
 	p.Rate.SetHeaders(&resp.Headers)
 	credits, ok := settle(env, &st, p.settleBy(d.settings.RequestTimeout))
 	if !ok {
 		return unsettled(p, idemKey != "")
 	}
 	resp.Headers.Set(policy.HServiceCredits, credits)
+	return resp
+}
+
+// settlement is how the attempt of d ended with out.
+func settlement(req *abi.Request, d *decision, p *pending, out *upstream.Outcome, idemKey string) ledgerq.Settle {
+	st := ledgerq.Settle{
+		RequestID: req.RequestID, AccountID: p.AccountID, IdemKey: idemKey, Cost: p.Cost,
+		OK: out.OK, Status: out.Status, ErrorCode: string(out.Code),
+		InputTokens: out.InputTokens, OutputTokens: out.OutputTokens, Model: recordedModel(out.Model), TTL: d.settings.IdempotencyTTL, Now: time.Now(),
+	}
+	if out.OK && idemKey != "" {
+		st.Retain = &ledgerq.Retained{RequestID: req.RequestID, Status: out.Status, Headers: out.Headers, Body: out.Body, Mode: mode(d)}
+	}
+	return st
+}
+
+// mode is the response mode of d's upstream kind, "" without one.
+func mode(d *decision) string {
+	if d.adapter == nil {
+		return ""
+	}
+	return d.adapter.Mode()
+}
+
+// answer is the response out makes, before the ledger's headers.
+func answer(d *decision, out *upstream.Outcome) abi.Response {
+	resp := abi.Response{Status: out.Status, Headers: out.Headers, Body: out.Body}
+	if m := mode(d); m != "" && (out.OK || out.Source == policy.SourceUpstream) {
+		resp.Headers.Set(policy.HResponseMode, m)
+	}
 	return resp
 }
 

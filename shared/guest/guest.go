@@ -9,6 +9,8 @@
 package guest
 
 import (
+	"encoding/binary"
+	"time"
 	"unsafe"
 
 	"decisiongateway/shared/abi"
@@ -25,6 +27,7 @@ var (
 		Model:     model{},
 		Config:    config{},
 		Logger:    logger{},
+		Memo:      memo{},
 	}
 
 	// scratch receives import results; grown when a result does not fit.
@@ -76,6 +79,7 @@ const (
 	impFetch
 	impAI
 	impConfig
+	impMemo
 )
 
 // call runs one import with the request in msg and returns its result,
@@ -92,6 +96,8 @@ func call(imp int) []byte {
 		n = aiImport(p, l, o, c)
 	case impConfig:
 		n = configImport(p, l, o, c)
+	case impMemo:
+		n = memoImport(p, l, o, c)
 	}
 	if n <= c {
 		return scratch[:n]
@@ -112,6 +118,9 @@ func aiImport(reqPtr, reqLen, outPtr, outCap uint32) uint32
 
 //go:wasmimport gateway config
 func configImport(reqPtr, reqLen, outPtr, outCap uint32) uint32
+
+//go:wasmimport gateway memo
+func memoImport(reqPtr, reqLen, outPtr, outCap uint32) uint32
 
 //go:wasmimport gateway log
 func logImport(ptr, n uint32)
@@ -155,6 +164,35 @@ func (config) Get(name string) string {
 	v := string(call(impConfig))
 	settingsRead[name] = v
 	return v
+}
+
+type memo struct{}
+
+func (memo) Get(key string) []byte {
+	msg = abi.AppendMemoRequest(msg[:0], &abi.MemoRequest{Op: abi.MemoGet, Key: key})
+	v := call(impMemo)
+	if len(v) == 0 {
+		return nil
+	}
+	return append([]byte(nil), v...)
+}
+
+func (memo) Put(key string, value []byte, ttl time.Duration) {
+	msg = abi.AppendMemoRequest(msg[:0], &abi.MemoRequest{Op: abi.MemoPut, Key: key, Value: value, TTLMillis: ttlMillis(ttl)})
+	call(impMemo)
+}
+
+func (memo) Add(key string, delta int64, ttl time.Duration) int64 {
+	msg = abi.AppendMemoRequest(msg[:0], &abi.MemoRequest{Op: abi.MemoAdd, Key: key, Delta: delta, TTLMillis: ttlMillis(ttl)})
+	v := call(impMemo)
+	if len(v) != 8 {
+		return delta
+	}
+	return int64(binary.LittleEndian.Uint64(v))
+}
+
+func ttlMillis(d time.Duration) uint32 {
+	return uint32(min(max(d/time.Millisecond, 0), 1<<31))
 }
 
 type logger struct{}

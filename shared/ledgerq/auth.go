@@ -30,6 +30,9 @@ type Auth struct {
 	// the account exists).
 	OK     bool
 	Window batch.Window
+	// Count is the address's attempts in the window, this one included
+	// (a decision's reservation reads it; 0 where unknown).
+	Count int64
 }
 
 // authSteps are the steps of a batch that authenticate its caller.

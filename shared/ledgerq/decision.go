@@ -115,16 +115,34 @@ WHERE account_id = ? AND key = ? AND expires_at > ?`, nil, str(r.AccountID), str
 	if len(res[reserve].Rows) != 1 || len(res[reserve].Rows[0]) != 7 {
 		return Reservation{}, errors.New("ledgerq: the reservation's outcome has no row")
 	}
-	row := res[reserve].Rows[0][1:]
-	out := Reservation{Auth: Auth{Window: w}, Rate: batch.Rate{Limit: int64(r.RateLimit), Window: w}}
+	out, reserved, stale := readReservation(res[reserve].Rows[0][1:], r, w)
+	switch {
+	case out.Outcome != Reserved:
+	case reserved:
+	case stale:
+		out.Outcome = Reconciling
+	case record >= 0 && len(res[record].Rows) > 0:
+		out.Outcome, out.Replay = readRecord(&res[record], r.Fingerprint)
+	default:
+		out.Outcome = Insufficient
+	}
+	return out, nil
+}
+
+// readReservation reads the reservation's RETURNING row after its request
+// id: the outcome decided by authentication and the rate windows (Reserved
+// when those allow the attempt), whether the attempt was recorded, and
+// whether an attempt of the account is pending past its lease.
+func readReservation(row []abi.Value, r *Reserve, w batch.Window) (out Reservation, reserved, stale bool) {
+	out = Reservation{Auth: Auth{Window: w}, Rate: batch.Rate{Limit: int64(r.RateLimit), Window: w}}
 	if r.KeyHash == "" {
 		out.Auth.OK = row[4].Kind != abi.Null // the signed-in account exists
 	} else {
-		out.Auth.RateLimited = row[0].AsInt() > int64(r.AuthLimit)
+		out.Auth.Count = row[0].AsInt()
+		out.Auth.RateLimited = out.Auth.Count > int64(r.AuthLimit)
 		out.Auth.OK = row[1].Truthy() && !out.Auth.RateLimited
 	}
-	reserved := row[3].Truthy()
-	var stale bool
+	reserved = row[3].Truthy()
 	if out.Auth.OK {
 		out.Rate.Count = row[2].AsInt() // counted only once authenticated
 		out.Balance = row[4].AsInt()
@@ -137,16 +155,10 @@ WHERE account_id = ? AND key = ? AND expires_at > ?`, nil, str(r.AccountID), str
 		out.Outcome = Unauthorized
 	case out.Rate.Exceeded():
 		out.Outcome = RateLimited
-	case reserved:
-		out.Outcome = Reserved
-	case stale:
-		out.Outcome = Reconciling
-	case record >= 0 && len(res[record].Rows) > 0:
-		out.Outcome, out.Replay = readRecord(&res[record], r.Fingerprint)
 	default:
-		out.Outcome = Insufficient
+		out.Outcome = Reserved
 	}
-	return out, nil
+	return out, reserved, stale
 }
 
 // reservationSQL is the reservation: its RETURNING row is the request id
@@ -177,11 +189,72 @@ RETURNING request_id,
 const settlementSQL = `INSERT INTO decision_settlements (request_id, status, input_tokens, output_tokens, now, resolved_model) VALUES (?, ?, ?, ?, ?, ?)
 RETURNING request_id, (SELECT q.state = 'succeeded' FROM requests q WHERE q.id = decision_settlements.request_id) AS charged`
 
+// RecordDecision records a successful decision whose upstream call was
+// made before any reservation (a speculative decision, schema/ledger.md):
+// the reservation and the settlement in one statement, an INSERT into the
+// view decision_records whose trigger runs both triggers for the row. The
+// reservation decides exactly as ReserveDecision's would have at this
+// moment; the Reservation says what it decided, and charged whether the
+// attempt is now settled as a success (false when the reservation refused
+// it: nothing was written but the attempt counters, as for any refusal).
+// Without an Idempotency-Key only.
+func RecordDecision(l platform.Ledger, r *Reserve, s *Settle) (Reservation, bool, error) {
+	if r.IdemKey != "" || !s.OK {
+		return Reservation{}, false, errors.New("ledgerq: RecordDecision records a success without an Idempotency-Key")
+	}
+	var x batch.Builder
+	now := r.Now.Unix()
+	w := batch.WindowAt(r.Now, time.Minute)
+	keyHash, authScope := abi.NullValue(), abi.NullValue()
+	if r.KeyHash != "" {
+		keyHash, authScope = str(r.KeyHash), str("auth:"+r.IPHash)
+	}
+	x.Add(recordSQL, nil,
+		str(r.RequestID), str(r.AccountID), keyHash, authScope, num(int64(r.AuthLimit)), num(w.Start), num(int64(r.RateLimit)),
+		num(r.Cost), str(r.Source), str(r.Model), num(int64(r.Questions)), num(now+int64(r.Lease/time.Second)), num(now),
+		num(int64(s.Status)), tokens(s.InputTokens), tokens(s.OutputTokens), nullable(s.Model))
+	res, err := x.Run(l)
+	if err != nil {
+		return Reservation{}, false, err
+	}
+	if len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 8 {
+		return Reservation{}, false, errors.New("ledgerq: the decision's record has no row")
+	}
+	row := res[0].Rows[0]
+	out, reserved, stale := readReservation(row[1:7], r, w)
+	switch {
+	case out.Outcome != Reserved:
+	case reserved:
+	case stale:
+		out.Outcome = Reconciling
+	default:
+		out.Outcome = Insufficient
+	}
+	return out, out.Outcome == Reserved && row[7].Truthy(), nil
+}
+
+// recordSQL is RecordDecision's statement: its RETURNING row is the
+// reservation's (reservationSQL) and whether the attempt is charged.
+const recordSQL = `INSERT INTO decision_records (request_id, account_id, key_hash, auth_scope, auth_limit, window_start, rate_limit,
+  cost, source, model, questions, lease_until, now, status, input_tokens, output_tokens, resolved_model)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+RETURNING request_id,
+  (SELECT w.count FROM rate_windows w WHERE w.scope = decision_records.auth_scope AND w.window_start = decision_records.window_start) AS auth_count,
+  EXISTS (SELECT 1 FROM api_keys k WHERE k.secret_hash = decision_records.key_hash AND k.account_id = decision_records.account_id
+    AND k.revoked_at IS NULL) AS key_live,
+  (SELECT w.count FROM rate_windows w WHERE w.scope = 'decide:' || decision_records.account_id
+    AND w.window_start = decision_records.window_start) AS decide_count,
+  EXISTS (SELECT 1 FROM requests q WHERE q.id = decision_records.request_id) AS reserved,
+  (SELECT a.balance FROM accounts a WHERE a.id = decision_records.account_id) AS balance,
+  EXISTS (SELECT 1 FROM requests q WHERE q.account_id = decision_records.account_id AND q.state = 'pending'
+    AND q.lease_until < decision_records.now) AS stale,
+  (SELECT q.state = 'succeeded' FROM requests q WHERE q.id = decision_records.request_id) AS charged`
+
 // MergeableStatements returns the statements a host may run merged
 // (wasm-host/ledger, Options.Merge): a decision's batches without an
 // Idempotency-Key, its reservation and its successful settlement, are each
 // one of them alone.
-func MergeableStatements() []string { return []string{reservationSQL, settlementSQL} }
+func MergeableStatements() []string { return []string{reservationSQL, settlementSQL, recordSQL} }
 
 // readRecord interprets an idempotency record the attempt could not claim.
 func readRecord(s *abi.StepResult, fingerprint string) (Outcome, Retained) {

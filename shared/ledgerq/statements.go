@@ -24,6 +24,8 @@ func DecisionStatements() []string {
 			_, _ = SettleDecision(c, &Settle{IdemKey: key, OK: ok, Retain: &Retained{}, Now: now})
 		}
 	}
+	_, _, _ = RecordDecision(c, &Reserve{Principal: Principal{AccountID: "a", KeyHash: "h", IPHash: "i"}, Now: now}, &Settle{OK: true, Now: now})
+	_, _ = Charged(c, "")
 	return c.texts
 }
 

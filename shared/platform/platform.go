@@ -7,6 +7,8 @@
 package platform
 
 import (
+	"time"
+
 	"decisiongateway/shared/abi"
 )
 
@@ -37,6 +39,22 @@ type Logger interface {
 	Log(rec *abi.LogRecord)
 }
 
+// Memo is a small store of hints the host keeps for a function across its
+// calls and instances on one host (schema/abi.md, "Memo"): what a module's
+// own memory, reset after every call, cannot keep. It is never the record:
+// an entry may be gone at any time (its time to live, the store's size, a
+// restart), and hosts are not shared. Env.Memo is nil where the host keeps
+// none.
+type Memo interface {
+	// Get returns the entry's value, or nil.
+	Get(key string) []byte
+	// Put sets a non-empty value for ttl.
+	Put(key string, value []byte, ttl time.Duration)
+	// Add adds delta to the entry's counter (0 when absent or not a
+	// counter), keeps it for ttl, and returns the new count.
+	Add(key string, delta int64, ttl time.Duration) int64
+}
+
 // Env bundles the host services for one request.
 type Env struct {
 	Ledger    Ledger
@@ -44,6 +62,7 @@ type Env struct {
 	Model     Model
 	Config    Config
 	Logger    Logger
+	Memo      Memo // nil: none
 }
 
 // Handler is a route function: one request in, one response out.

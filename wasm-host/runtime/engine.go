@@ -79,6 +79,8 @@ type Engine struct {
 	importsErr error
 	// sql keeps one copy of each SQL text the guests' batches carry.
 	sql texts
+	// memo is the `memo` import's store (memo.go).
+	memo *memoStore
 }
 
 // NewEngine creates the runtime and starts instantiating WASI and the
@@ -115,7 +117,7 @@ func NewEngine(ctx context.Context, opts Options, s Services) (*Engine, error) {
 		cfg = cfg.WithCompilationCache(c)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	e := &Engine{rt: rt, cache: cache, cacheDir: opts.CacheDir, services: s, recycle: opts.RecycleBytes, sockets: opts.Sockets, queue: opts.QueueTimeout}
+	e := &Engine{rt: rt, cache: cache, cacheDir: opts.CacheDir, services: s, recycle: opts.RecycleBytes, sockets: opts.Sockets, queue: opts.QueueTimeout, memo: newMemoStore()}
 	if e.recycle == 0 {
 		e.recycle = 8 << 20
 	}

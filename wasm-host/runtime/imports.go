@@ -118,6 +118,14 @@ func (e *Engine) instantiateHostModule(ctx context.Context) error {
 		c.result = abi.AppendAIResponse(c.result[:0], &res)
 		return c.result
 	})
+	answer("memo", func(ctx context.Context, c *callState, in []byte) []byte {
+		m, err := abi.DecodeMemoRequest(in)
+		if err != nil {
+			return c.result[:0]
+		}
+		c.result = e.memo.do(c.function, &m, c.result)
+		return c.result
+	})
 	answer("config", func(ctx context.Context, c *callState, in []byte) []byte {
 		c.result = append(c.result[:0], e.services.Config(string(in))...)
 		return c.result

@@ -20,6 +20,7 @@ import * as abi from "./abi.js";
 import { Wasi } from "./wasi.js";
 import { Ledger } from "./ledger.js";
 import { config } from "./config.js";
+import { memo, decodeMemoRequest } from "./memo.js";
 import { DEFAULT_MAX_BYTES, hostFetch, echoes } from "./fetch.js";
 import { redact, secretsOf } from "./respond.js";
 
@@ -179,6 +180,17 @@ export class Instance {
         const name = decoder.decode(this.#bytes().subarray(reqPtr, reqPtr + reqLen));
         const value = config(this.#env(), name);
         return this.#answer(encoder.encode(value), outPtr, outCap);
+      },
+      // Hints kept across calls (schema/abi.md, "Memo"): synchronous, in
+      // this isolate's memory. A request it cannot read finds nothing.
+      memo: (reqPtr, reqLen, outPtr, outCap) => {
+        let result;
+        try {
+          result = memo.op(this.name, decodeMemoRequest(this.#read(reqPtr, reqLen)));
+        } catch {
+          result = new Uint8Array(0);
+        }
+        return this.#answer(result, outPtr, outCap);
       },
       log: (ptr, n) => this.#log(abi.decodeLogRecord(this.#read(ptr, n))),
       // Modules carry no SHA-256 of their own (schema/abi.md). WebCrypto's

@@ -1,0 +1,228 @@
+package decide
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"decisiongateway/shared/abi"
+	"decisiongateway/shared/batch"
+	"decisiongateway/shared/contract"
+	"decisiongateway/shared/keys"
+	"decisiongateway/shared/ledgerq"
+	"decisiongateway/shared/platform"
+	"decisiongateway/shared/policy"
+	"decisiongateway/shared/upstream"
+)
+
+// Speculative decisions (schema/ledger.md, "Speculative decisions").
+//
+// A decision without an Idempotency-Key whose key, account and address the
+// ledger allowed a moment ago on this host calls its upstream first and
+// records the decision afterwards, reservation and settlement in one
+// statement (ledgerq.RecordDecision): one ledger round trip instead of two.
+// The statement decides exactly as the reservation would have; when it
+// refuses (the key was revoked, the balance ran out, a window filled
+// meanwhile), the caller gets that refusal and the upstream's answer is
+// dropped: nothing is charged and nothing delivered, and what the
+// speculation cost is one upstream call. So a decision speculates only
+// when that is unlikely and worth it:
+//
+//   - the host's memo holds this key's last outcome, allowed, from the
+//     current rate window and the last hintTTL; a refusal, an unknown key or
+//     another window sends the decision the usual way;
+//   - the balance it saw covers twice the cost of every decision this host
+//     is running that way for the key, and the account's and the address's
+//     windows have room for twice as many;
+//   - the ledger's round trip is at least a tenth of the upstream call's
+//     (both measured here, latencyKey): against a model that answers in
+//     seconds one round trip saves nothing worth a risk, and a herd of
+//     such decisions that reserve first is spread by the ledger, where one
+//     that did not would reach it all at once after its calls.
+//
+// With an Idempotency-Key the claim must precede the call (a concurrent
+// resend must not call the upstream again), and a signed-in caller
+// (playground) has no key to remember: both always reserve first, as do
+// hosts that keep no memo (the socket build).
+
+const (
+	// hintTTL bounds how old an outcome a decision may speculate on.
+	hintTTL = 2 * time.Second
+	// latencyTTL keeps the measured latencies while a host is idle.
+	latencyTTL = time.Minute
+	// latencyKey is the memo entry of the ledger's and the upstream's
+	// moving averages, in microseconds.
+	latencyKey = "latency"
+)
+
+// hint is the last outcome of a key's decision on this host.
+type hint struct {
+	allowed              bool
+	window               int64 // the rate window's start
+	balance, count, auth int64 // after that decision
+}
+
+func hintKey(keyHash string) string     { return "hint:" + keyHash }
+func inflightKey(keyHash string) string { return "inflight:" + keyHash }
+
+func (h *hint) encode() []byte {
+	b := make([]byte, 1, 33)
+	if h.allowed {
+		b[0] = 1
+	}
+	for _, v := range []int64{h.window, h.balance, h.count, h.auth} {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	return b
+}
+
+func readHint(b []byte) (hint, bool) {
+	if len(b) != 33 {
+		return hint{}, false
+	}
+	v := func(i int) int64 { return int64(binary.LittleEndian.Uint64(b[1+8*i:])) }
+	return hint{allowed: b[0] == 1, window: v(0), balance: v(1), count: v(2), auth: v(3)}, true
+}
+
+// remember keeps what the ledger just decided for keyHash.
+func remember(env *platform.Env, keyHash string, r *ledgerq.Reservation) {
+	if env.Memo == nil || keyHash == "" {
+		return
+	}
+	h := hint{allowed: r.Outcome == ledgerq.Reserved, window: r.Rate.Window.Start, balance: r.Balance, count: r.Rate.Count, auth: r.Auth.Count}
+	env.Memo.Put(hintKey(keyHash), h.encode(), hintTTL)
+}
+
+// measured folds one duration into the moving average of the ledger's
+// round trip (ledger) or of the upstream call (!ledger).
+func measured(env *platform.Env, ledger bool, d time.Duration) {
+	if env.Memo == nil || d < 0 {
+		return
+	}
+	us := max(d.Microseconds(), 1)
+	var avg [2]int64
+	if b := env.Memo.Get(latencyKey); len(b) == 16 {
+		avg[0], avg[1] = int64(binary.LittleEndian.Uint64(b)), int64(binary.LittleEndian.Uint64(b[8:]))
+	}
+	i := 1
+	if ledger {
+		i = 0
+	}
+	if avg[i] == 0 {
+		avg[i] = us
+	} else {
+		avg[i] += (us - avg[i]) / 8
+	}
+	b := binary.LittleEndian.AppendUint64(nil, uint64(avg[0]))
+	env.Memo.Put(latencyKey, binary.LittleEndian.AppendUint64(b, uint64(avg[1])), latencyTTL)
+}
+
+// speculate reports whether this decision calls its upstream before
+// reserving; when it does, it counts the decision in flight for keyHash
+// (settled by Resume's record).
+func speculate(env *platform.Env, d *decision, keyHash, idemKey string, cost int64, now time.Time) bool {
+	if env.Memo == nil || keyHash == "" || idemKey != "" {
+		return false
+	}
+	lat := env.Memo.Get(latencyKey)
+	if len(lat) != 16 {
+		return false
+	}
+	ledgerUs, upstreamUs := int64(binary.LittleEndian.Uint64(lat)), int64(binary.LittleEndian.Uint64(lat[8:]))
+	if ledgerUs == 0 || upstreamUs == 0 || ledgerUs*10 < upstreamUs {
+		return false
+	}
+	h, ok := readHint(env.Memo.Get(hintKey(keyHash)))
+	if !ok || !h.allowed || h.window != batch.WindowAt(now, time.Minute).Start {
+		return false
+	}
+	n := env.Memo.Add(inflightKey(keyHash), 1, d.settings.Lease())
+	if h.balance >= 2*n*cost && h.count+2*n <= int64(d.settings.RateLimit) && h.auth+2*n <= int64(d.settings.AuthRateLimit) {
+		return true
+	}
+	env.Memo.Add(inflightKey(keyHash), -1, d.settings.Lease())
+	return false
+}
+
+// landed counts a speculative decision of req's key out of flight
+// (speculate counted it in).
+func landed(env *platform.Env, req *abi.Request, d *decision) {
+	if tok, _, refusal := policy.APIKey(req); refusal == nil && env.Memo != nil {
+		env.Memo.Add(inflightKey(keys.Hash(tok)), -1, d.settings.Lease())
+	}
+}
+
+// record finishes a speculative decision once its upstream answered: a
+// success is reserved and settled in one statement and delivered only if
+// the reservation allowed it (otherwise the caller gets the refusal it
+// would have had before the call, and the answer is dropped); a failure is
+// reserved and refunded as any decision's.
+func record(env *platform.Env, req *abi.Request, d *decision, p *pending, out *upstream.Outcome) abi.Response {
+	tok, account, refusal := policy.APIKey(req)
+	if refusal != nil || account != p.AccountID {
+		return policy.Error(contract.InternalError, "the decision's saved state does not match its request")
+	}
+	keyHash := keys.Hash(tok)
+	now := time.Now()
+	r := d.reserve(req, Caller{AccountID: account, Source: "api"}, keyHash, "", "", p.Cost, now)
+	if !out.OK {
+		res, err := ledgerq.ReserveDecision(env.Ledger, r)
+		if err != nil {
+			env.Error("reservation failed", "error", err.Error())
+			if batch.OutcomeUnknown(err) {
+				return reconciling(false, nil, "the ledger did not confirm this request's reservation; if it was recorded, it is refunded when its lease ends")
+			}
+			return fail(contract.LedgerUnavailable, "the ledger is unavailable; nothing was charged")
+		}
+		remember(env, keyHash, &res)
+		if resp, done := refuse(env, &res, account, now); done {
+			return resp
+		}
+		p.Rate, p.Speculative = res.Rate, false
+		return settleAndAnswer(env, req, d, p, out)
+	}
+	st := settlement(req, d, p, out, "")
+	res, charged, err := recordRetrying(env, r, &st, p.settleBy(d.settings.RequestTimeout))
+	if err != nil {
+		env.Error("recording the decision failed", "error", err.Error())
+		return reconciling(false, p, "the outcome could not be recorded")
+	}
+	measured(env, true, time.Since(now))
+	remember(env, keyHash, &res)
+	if resp, done := refuse(env, &res, account, now); done {
+		return resp
+	}
+	if !charged {
+		return unsettled(p, false)
+	}
+	resp := answer(d, out)
+	res.Rate.SetHeaders(&resp.Headers)
+	resp.Headers.Set(policy.HServiceCredits, strconv.FormatInt(p.Cost, 10))
+	return resp
+}
+
+// recordRetrying runs RecordDecision, and while the ledger fails retries
+// with jittered backoff until until. Before each retry it reads whether an
+// earlier try committed and lost its answer: the attempt then exists,
+// charged, and running the statement again would fail on its id.
+func recordRetrying(env *platform.Env, r *ledgerq.Reserve, st *ledgerq.Settle, until time.Time) (ledgerq.Reservation, bool, error) {
+	res, charged, err := ledgerq.RecordDecision(env.Ledger, r, st)
+	for wait := 50 * time.Millisecond; err != nil; wait = min(2*wait, time.Second) {
+		pause := wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
+		if time.Now().Add(pause).After(until) {
+			return res, false, err
+		}
+		time.Sleep(pause)
+		var done bool
+		if done, err = ledgerq.Charged(env.Ledger, r.RequestID); err != nil {
+			continue
+		}
+		if done {
+			// The reservation allowed it, then: its counts are unknown.
+			return ledgerq.Reservation{Outcome: ledgerq.Reserved, Rate: batch.Rate{Limit: int64(r.RateLimit), Window: batch.WindowAt(r.Now, time.Minute)}}, true, nil
+		}
+		res, charged, err = ledgerq.RecordDecision(env.Ledger, r, st)
+	}
+	return res, charged, err
+}
