@@ -15,7 +15,7 @@ import (
 // fetch policy and the front Worker. runNode fails the test with the
 // runner's report.
 func TestShimUnits(t *testing.T) {
-	runNode(t, "", "--test", "--test-reporter=dot", "test/shim.test.mjs", "test/front.test.mjs")
+	runNode(t, "", "--test", "--test-reporter=dot", "test/shim.test.mjs", "test/front.test.mjs", "test/memo.test.mjs")
 }
 
 // TestStickyKeyMatchesTheWazeroHost feeds keys and cookies made by

@@ -112,7 +112,11 @@ func measured(env *platform.Env, ledger bool, d time.Duration) {
 	if avg[i] == 0 {
 		avg[i] = us
 	} else {
-		avg[i] += (us - avg[i]) / 8
+		// One sample moves the average by at most a third or so: a pause
+		// (a collection, a busy core) does not turn speculation off or on,
+		// and a new regime (a slower model) is reached within a few dozen
+		// decisions.
+		avg[i] += (min(max(us, avg[i]/4), 4*avg[i]) - avg[i]) / 8
 	}
 	b := binary.LittleEndian.AppendUint64(nil, uint64(avg[0]))
 	env.Memo.Put(latencyKey, binary.LittleEndian.AppendUint64(b, uint64(avg[1])), latencyTTL)

@@ -3,6 +3,7 @@ package ledgerq
 import (
 	"errors"
 	"math"
+	"strings"
 	"time"
 
 	"decisiongateway/shared/abi"
@@ -84,10 +85,7 @@ func ReserveDecision(l platform.Ledger, r *Reserve) (Reservation, error) {
 	var x batch.Builder
 	now := r.Now.Unix()
 	w := batch.WindowAt(r.Now, time.Minute)
-	keyHash, authScope := abi.NullValue(), abi.NullValue()
-	if r.KeyHash != "" {
-		keyHash, authScope = str(r.KeyHash), str("auth:"+r.IPHash)
-	}
+	keyHash, authScope := r.credentials()
 	var fingerprint abi.Value
 	if r.IdemKey != "" {
 		fingerprint = str(r.Fingerprint)
@@ -129,6 +127,15 @@ WHERE account_id = ? AND key = ? AND expires_at > ?`, nil, str(r.AccountID), str
 	return out, nil
 }
 
+// credentials are the reservation's key hash and the scope its address's
+// attempts are counted in; NULL both for a signed-in caller.
+func (r *Reserve) credentials() (keyHash, authScope abi.Value) {
+	if r.KeyHash == "" {
+		return abi.NullValue(), abi.NullValue()
+	}
+	return str(r.KeyHash), str("auth:" + r.IPHash)
+}
+
 // readReservation reads the reservation's RETURNING row after its request
 // id: the outcome decided by authentication and the rate windows (Reserved
 // when those allow the attempt), whether the attempt was recorded, and
@@ -168,19 +175,25 @@ func readReservation(row []abi.Value, r *Reserve, w batch.Window) (out Reservati
 // a merged INSERT answers each reservation as if it had run alone. The
 // subqueries' tables have aliases so that the view's column names
 // (window_start, account_id, …) cannot resolve to theirs.
-const reservationSQL = `INSERT INTO decision_reservations (request_id, account_id, key_hash, auth_scope, auth_limit, window_start, rate_limit,
+var reservationSQL = `INSERT INTO decision_reservations (request_id, account_id, key_hash, auth_scope, auth_limit, window_start, rate_limit,
   idem_key, fingerprint, expires_at, cost, source, model, questions, lease_until, now)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-RETURNING request_id,
-  (SELECT w.count FROM rate_windows w WHERE w.scope = decision_reservations.auth_scope AND w.window_start = decision_reservations.window_start) AS auth_count,
-  EXISTS (SELECT 1 FROM api_keys k WHERE k.secret_hash = decision_reservations.key_hash AND k.account_id = decision_reservations.account_id
+RETURNING ` + outcomeColumns("decision_reservations")
+
+// outcomeColumns is the reservation's RETURNING row after its request id,
+// read through the columns of view, the one the INSERT is into.
+func outcomeColumns(view string) string {
+	return strings.ReplaceAll(`request_id,
+  (SELECT w.count FROM rate_windows w WHERE w.scope = V.auth_scope AND w.window_start = V.window_start) AS auth_count,
+  EXISTS (SELECT 1 FROM api_keys k WHERE k.secret_hash = V.key_hash AND k.account_id = V.account_id
     AND k.revoked_at IS NULL) AS key_live,
-  (SELECT w.count FROM rate_windows w WHERE w.scope = 'decide:' || decision_reservations.account_id
-    AND w.window_start = decision_reservations.window_start) AS decide_count,
-  EXISTS (SELECT 1 FROM requests q WHERE q.id = decision_reservations.request_id) AS reserved,
-  (SELECT a.balance FROM accounts a WHERE a.id = decision_reservations.account_id) AS balance,
-  EXISTS (SELECT 1 FROM requests q WHERE q.account_id = decision_reservations.account_id AND q.state = 'pending'
-    AND q.lease_until < decision_reservations.now) AS stale`
+  (SELECT w.count FROM rate_windows w WHERE w.scope = 'decide:' || V.account_id
+    AND w.window_start = V.window_start) AS decide_count,
+  EXISTS (SELECT 1 FROM requests q WHERE q.id = V.request_id) AS reserved,
+  (SELECT a.balance FROM accounts a WHERE a.id = V.account_id) AS balance,
+  EXISTS (SELECT 1 FROM requests q WHERE q.account_id = V.account_id AND q.state = 'pending'
+    AND q.lease_until < V.now) AS stale`, "V.", view+".")
+}
 
 // settlementSQL charges a successful attempt without a record to complete
 // (schema/migrations/0006_decision_settlement.sql); its RETURNING row is the
@@ -205,10 +218,7 @@ func RecordDecision(l platform.Ledger, r *Reserve, s *Settle) (Reservation, bool
 	var x batch.Builder
 	now := r.Now.Unix()
 	w := batch.WindowAt(r.Now, time.Minute)
-	keyHash, authScope := abi.NullValue(), abi.NullValue()
-	if r.KeyHash != "" {
-		keyHash, authScope = str(r.KeyHash), str("auth:"+r.IPHash)
-	}
+	keyHash, authScope := r.credentials()
 	x.Add(recordSQL, nil,
 		str(r.RequestID), str(r.AccountID), keyHash, authScope, num(int64(r.AuthLimit)), num(w.Start), num(int64(r.RateLimit)),
 		num(r.Cost), str(r.Source), str(r.Model), num(int64(r.Questions)), num(now+int64(r.Lease/time.Second)), num(now),
@@ -235,19 +245,10 @@ func RecordDecision(l platform.Ledger, r *Reserve, s *Settle) (Reservation, bool
 
 // recordSQL is RecordDecision's statement: its RETURNING row is the
 // reservation's (reservationSQL) and whether the attempt is charged.
-const recordSQL = `INSERT INTO decision_records (request_id, account_id, key_hash, auth_scope, auth_limit, window_start, rate_limit,
+var recordSQL = `INSERT INTO decision_records (request_id, account_id, key_hash, auth_scope, auth_limit, window_start, rate_limit,
   cost, source, model, questions, lease_until, now, status, input_tokens, output_tokens, resolved_model)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-RETURNING request_id,
-  (SELECT w.count FROM rate_windows w WHERE w.scope = decision_records.auth_scope AND w.window_start = decision_records.window_start) AS auth_count,
-  EXISTS (SELECT 1 FROM api_keys k WHERE k.secret_hash = decision_records.key_hash AND k.account_id = decision_records.account_id
-    AND k.revoked_at IS NULL) AS key_live,
-  (SELECT w.count FROM rate_windows w WHERE w.scope = 'decide:' || decision_records.account_id
-    AND w.window_start = decision_records.window_start) AS decide_count,
-  EXISTS (SELECT 1 FROM requests q WHERE q.id = decision_records.request_id) AS reserved,
-  (SELECT a.balance FROM accounts a WHERE a.id = decision_records.account_id) AS balance,
-  EXISTS (SELECT 1 FROM requests q WHERE q.account_id = decision_records.account_id AND q.state = 'pending'
-    AND q.lease_until < decision_records.now) AS stale,
+RETURNING ` + outcomeColumns("decision_records") + `,
   (SELECT q.state = 'succeeded' FROM requests q WHERE q.id = decision_records.request_id) AS charged`
 
 // MergeableStatements returns the statements a host may run merged
