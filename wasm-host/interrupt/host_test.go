@@ -48,7 +48,7 @@ func newHostRuntime(tb testing.TB, h host) wazero.Runtime {
 	empty := api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) { stack[0] = 0 })
 	none := api.GoModuleFunc(func(context.Context, api.Module, []uint64) {})
 	b := rt.NewHostModuleBuilder(YieldModule)
-	for _, name := range []string{"ledger", "fetch", "ai", "config"} {
+	for _, name := range []string{"ledger", "fetch", "ai", "config", "memo"} {
 		b.NewFunctionBuilder().WithGoModuleFunction(empty, []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).Export(name)
 	}
 	for _, name := range []string{"log", "take"} {
