@@ -46,6 +46,21 @@ func answerValid(w http.ResponseWriter, body []byte) {
 	w.Write(out)
 }
 
+// killsLedger makes the vendor kill sqld s as it answers and restart it two
+// seconds later, reporting the restart on the channel it returns.
+func (g *gateway) killsLedger(s *sqldtest.Server) <-chan error {
+	restarted := make(chan error, 1)
+	g.vendor.Handle(func(w http.ResponseWriter, _ *http.Request, body []byte) {
+		s.Kill()
+		go func() {
+			time.Sleep(2 * time.Second)
+			restarted <- s.Restart()
+		}()
+		answerValid(w, body)
+	})
+	return restarted
+}
+
 // gateway is a host under test with its ledger and fake vendor.
 type gateway struct {
 	*hosttest.Host

@@ -1,9 +1,7 @@
 package decide_test
 
 import (
-	"net/http"
 	"testing"
-	"time"
 
 	"decisiongateway/testkit/sqldtest"
 )
@@ -16,15 +14,7 @@ func TestSettlementOutlastsALedgerRestart(t *testing.T) {
 	s := sqldtest.StartServer(t)
 	g := startGateway(t, s.URL, nil)
 	acct, key := g.NewAccount(randomEmail(), 10)
-	restarted := make(chan error, 1)
-	g.vendor.Handle(func(w http.ResponseWriter, _ *http.Request, body []byte) {
-		s.Kill()
-		go func() {
-			time.Sleep(2 * time.Second)
-			restarted <- s.Restart()
-		}()
-		answerValid(w, body)
-	})
+	restarted := g.killsLedger(s)
 	r := g.post(key, simpleRequest, "Idempotency-Key", "through-a-restart")
 	if err := <-restarted; err != nil {
 		t.Fatal(err)

@@ -166,15 +166,7 @@ func TestSpeculativeDecisionOutlastsALedgerRestart(t *testing.T) {
 			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 	}
-	restarted := make(chan error, 1)
-	g.vendor.Handle(func(w http.ResponseWriter, _ *http.Request, body []byte) {
-		s.Kill()
-		go func() {
-			time.Sleep(2 * time.Second)
-			restarted <- s.Restart()
-		}()
-		answerValid(w, body)
-	})
+	restarted := g.killsLedger(s)
 	r := g.post(key, simpleRequest)
 	if err := <-restarted; err != nil {
 		t.Fatal(err)
