@@ -102,7 +102,7 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 			aw.State = d.parsed.AppendState(p.append(aw.State[:0]))
 			return abi.Response{Await: &aw}
 		}
-		env.Memo.Add(inflightKey(keyHash), -1, d.settings.Lease())
+		unspeculate(env, d, keyHash)
 	}
 
 	// Authorise and reserve: one ledger round trip.

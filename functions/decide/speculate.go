@@ -35,6 +35,8 @@ import (
 //   - the balance it saw covers twice the cost of every decision this host
 //     is running that way for the key, and the account's and the address's
 //     windows have room for twice as many;
+//   - fewer than maxInflight of the host's decisions are in flight that
+//     way;
 //   - the ledger's round trip is at least a tenth of the upstream call's
 //     (both measured here, latencyKey): against a model that answers in
 //     seconds one round trip saves nothing worth a risk, and a herd of
@@ -54,6 +56,15 @@ const (
 	// latencyKey is the memo entry of the ledger's and the upstream's
 	// moving averages, in microseconds.
 	latencyKey = "latency"
+	// inflightAll counts the host's decisions in flight without a
+	// reservation, at most maxInflight: their records reach the ledger
+	// when their calls come back, and a burst of slow calls comes back
+	// together. One writer's group (wasm-host/ledger) takes 32 at once; on
+	// Workers, where a burst of 200 all speculating held every instance
+	// of the isolate in its records past the deadline, the rest of a burst
+	// reserves first and is spread by the ledger.
+	inflightAll = "inflight"
+	maxInflight = 32
 )
 
 // hint is the last outcome of a key's decision on this host.
@@ -142,18 +153,26 @@ func speculate(env *platform.Env, d *decision, keyHash, idemKey string, cost int
 		return false
 	}
 	n := env.Memo.Add(inflightKey(keyHash), 1, d.settings.Lease())
-	if h.balance >= 2*n*cost && h.count+2*n <= int64(d.settings.RateLimit) && h.auth+2*n <= int64(d.settings.AuthRateLimit) {
+	all := env.Memo.Add(inflightAll, 1, d.settings.Lease())
+	if all <= maxInflight && h.balance >= 2*n*cost && h.count+2*n <= int64(d.settings.RateLimit) && h.auth+2*n <= int64(d.settings.AuthRateLimit) {
 		return true
 	}
-	env.Memo.Add(inflightKey(keyHash), -1, d.settings.Lease())
+	unspeculate(env, d, keyHash)
 	return false
+}
+
+// unspeculate counts a decision of keyHash out of those in flight without
+// a reservation.
+func unspeculate(env *platform.Env, d *decision, keyHash string) {
+	env.Memo.Add(inflightKey(keyHash), -1, d.settings.Lease())
+	env.Memo.Add(inflightAll, -1, d.settings.Lease())
 }
 
 // landed counts a speculative decision of req's key out of flight
 // (speculate counted it in).
 func landed(env *platform.Env, req *abi.Request, d *decision) {
 	if tok, _, refusal := policy.APIKey(req); refusal == nil && env.Memo != nil {
-		env.Memo.Add(inflightKey(keys.Hash(tok)), -1, d.settings.Lease())
+		unspeculate(env, d, keys.Hash(tok))
 	}
 }
 

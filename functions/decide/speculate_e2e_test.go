@@ -179,3 +179,53 @@ func TestSpeculativeDecisionOutlastsALedgerRestart(t *testing.T) {
 	}
 	g.CheckInvariant()
 }
+
+// TestABurstReservesPastThirtyTwoInFlight: a host lets at most 32 of its
+// decisions run their upstream calls without a reservation; their records
+// all reach the ledger when a burst of slow calls comes back together. Of
+// 40 decisions held at the upstream at once, at least 8 reserved first
+// (their attempts are pending), and every one is answered and charged
+// once the upstream answers.
+func TestABurstReservesPastThirtyTwoInFlight(t *testing.T) {
+	g := startGateway(t, "", map[string]string{"SERVICE_RATE_LIMIT": "1000", "SERVICE_AUTH_RATE_LIMIT": "1000"})
+	acct, key := g.NewAccount(randomEmail(), 1000)
+	for range 5 {
+		if r := g.post(key, simpleRequest); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+	}
+	gate := make(chan struct{})
+	g.vendor.Handle(gated(gate))
+	var wg sync.WaitGroup
+	statuses := make(chan int, 40)
+	for range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- g.post(key, simpleRequest).Status
+		}()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(g.vendor.Seen()) < 45 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	pending := g.exec(`SELECT COUNT(*) FROM requests WHERE account_id = ? AND state = 'pending'`, str(acct))[0][0].AsInt()
+	close(gate)
+	wg.Wait()
+	close(statuses)
+	if n := len(g.vendor.Seen()); n != 45 {
+		t.Fatalf("upstream calls %d, want 45", n)
+	}
+	if pending < 8 {
+		t.Errorf("%d of 40 decisions held at the upstream had reserved first; want at least 8 (at most 32 speculate)", pending)
+	}
+	for s := range statuses {
+		if s != 200 {
+			t.Errorf("status %d", s)
+		}
+	}
+	if got := g.Balance(acct); got != 1000-45 {
+		t.Fatalf("balance %d, want %d", got, 1000-45)
+	}
+	g.CheckInvariant()
+}
