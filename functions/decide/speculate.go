@@ -35,7 +35,7 @@ import (
 //   - the balance it saw covers twice the cost of every decision this host
 //     is running that way for the key, and the account's and the address's
 //     windows have room for twice as many;
-//   - fewer than maxInflight of the host's decisions are in flight that
+//   - no more than maxInflight of the host's decisions are in flight that
 //     way;
 //   - the ledger's round trip is at least a tenth of the upstream call's
 //     (both measured here, latencyKey): against a model that answers in
