@@ -242,18 +242,7 @@ func TestEdgeBindingPastTheDeadlineAgreesOnBothHosts(t *testing.T) {
 	p := startPairWith(t, "edge", "", func(w http.ResponseWriter, r *http.Request, body []byte) {
 		<-r.Context().Done()
 	}, func(_ int, env map[string]string) { env["GATEWAY_REQUEST_TIMEOUT"] = "4s" })
-	key := p.each(func(i int) string { return p.admin(i, "key", "slow-binding@example.test") })
-	before := p.balances("slow-binding@example.test")
-	d := p.both("POST", "/v1/service", edgeBody, func(i int) []string { return bearer(key[i]) })
-	p.same("a binding that never answers", d, true, decisionHeaders...)
-	for i, a := range d {
-		if a.status != 504 || a.header.Get("X-Service-Error-Code") != "upstream_timeout" || a.header.Get("X-Service-Credits") != "0" {
-			t.Errorf("%s: %d %v %s", p.sides[i].name, a.status, a.header, a.body)
-		}
-	}
-	if after := p.balances("slow-binding@example.test"); after != before {
-		t.Errorf("balances %v after a timed-out binding call, want %v (refunded)", after, before)
-	}
+	p.refusedAndRefunded("a binding that never answers", "slow-binding@example.test", 504, "upstream_timeout")
 }
 
 // TestEdgeOversizedBindingOutputAgreesOnBothHosts: a binding output past
@@ -265,17 +254,25 @@ func TestEdgeOversizedBindingOutputAgreesOnBothHosts(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, huge)
 	})
-	key := p.each(func(i int) string { return p.admin(i, "key", "huge-binding@example.test") })
-	before := p.balances("huge-binding@example.test")
+	p.refusedAndRefunded("an oversized binding output", "huge-binding@example.test", 502, "upstream_response_too_large")
+}
+
+// refusedAndRefunded sends edgeBody with a new key of email's to both
+// hosts and checks that both answer alike, status and code, with
+// X-Service-Credits 0 and the balance as it was (the reservation refunded).
+func (p *pair) refusedAndRefunded(what, email string, status int, code string) {
+	p.t.Helper()
+	key := p.each(func(i int) string { return p.admin(i, "key", email) })
+	before := p.balances(email)
 	d := p.both("POST", "/v1/service", edgeBody, func(i int) []string { return bearer(key[i]) })
-	p.same("an oversized binding output", d, true, decisionHeaders...)
+	p.same(what, d, true, decisionHeaders...)
 	for i, a := range d {
-		if a.status != 502 || a.header.Get("X-Service-Error-Code") != "upstream_response_too_large" || a.header.Get("X-Service-Credits") != "0" {
-			t.Errorf("%s: %d %v %.300s", p.sides[i].name, a.status, a.header, a.body)
+		if a.status != status || a.header.Get("X-Service-Error-Code") != code || a.header.Get("X-Service-Credits") != "0" {
+			p.t.Errorf("%s: %s: %d %v %.300s", p.sides[i].name, what, a.status, a.header, a.body)
 		}
 	}
-	if after := p.balances("huge-binding@example.test"); after != before {
-		t.Errorf("balances %v after an oversized binding output, want %v (refunded)", after, before)
+	if after := p.balances(email); after != before {
+		p.t.Errorf("%s: balances %v, want %v (refunded)", what, after, before)
 	}
 }
 

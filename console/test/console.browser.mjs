@@ -22,7 +22,7 @@ import { existsSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { accessibility, cleanups, outboxLink, overflow, repositoryRoot, startGateway, startVendor } from './harness.mjs';
+import { accessibility, cleanups, outboxLink, overflow, repositoryRoot, run, startGateway, startVendor } from './harness.mjs';
 
 const root = repositoryRoot(path.dirname(fileURLToPath(import.meta.url)));
 const gatewayBin = process.env.GATEWAY_BIN || path.join(root, 'bin/gateway');
@@ -371,15 +371,4 @@ async function main() {
   console.log(`    checked at ${DESKTOP.width} and ${PHONE.width} px: ${checked.length} states; snippets run: ${ran.join(', ')}`);
 }
 
-let failed = false;
-try {
-  await main();
-  console.log(`ok: console browser test (screenshots in ${path.relative(root, artifacts)}/)`);
-} catch (e) {
-  failed = true;
-  console.error('FAIL:', e);
-} finally {
-  for (const c of cleanups) { try { await c(); } catch { /* already gone */ } }
-  rmSync(tmp, { recursive: true, force: true });
-}
-process.exit(failed ? 1 : 0);
+await run(main, tmp, () => `ok: console browser test (screenshots in ${path.relative(root, artifacts)}/)`);

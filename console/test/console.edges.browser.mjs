@@ -13,11 +13,11 @@
 // console.browser.mjs (GATEWAY_BIN, CHROMIUM).
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { accessibility, cleanups, outboxLink, overflow, repositoryRoot, startGateway, startVendor } from './harness.mjs';
+import { accessibility, cleanups, outboxLink, overflow, repositoryRoot, run, startGateway, startVendor } from './harness.mjs';
 
 const root = repositoryRoot(path.dirname(fileURLToPath(import.meta.url)));
 const gatewayBin = process.env.GATEWAY_BIN || path.join(root, 'bin/gateway');
@@ -322,15 +322,4 @@ async function main() {
   assert.deepEqual(problems, [], 'no script errors or CSP violations');
 }
 
-let failed = false;
-try {
-  await main();
-  console.log('ok: console edge browser test');
-} catch (e) {
-  failed = true;
-  console.error('FAIL:', e);
-} finally {
-  for (const c of cleanups) { try { await c(); } catch { /* already gone */ } }
-  rmSync(tmp, { recursive: true, force: true });
-}
-process.exit(failed ? 1 : 0);
+await run(main, tmp, () => 'ok: console edge browser test');

@@ -4,7 +4,7 @@
 // page checks every state of the console gets (no sideways scrolling,
 // axe-core's accessibility rules).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import http from 'node:http';
 import net from 'node:net';
@@ -156,4 +156,23 @@ export function overflow(page) {
     }
     return { excess: document.documentElement.scrollWidth - width, out: out.slice(0, 5) };
   });
+}
+
+/**
+ * run runs a browser test's main, then every cleanup and removes tmp, and
+ * exits 0 with ok's message, or 1 with the failure.
+ */
+export async function run(main, tmp, ok) {
+  let failed = false;
+  try {
+    await main();
+    console.log(ok());
+  } catch (e) {
+    failed = true;
+    console.error('FAIL:', e);
+  } finally {
+    for (const c of cleanups) { try { await c(); } catch { /* already gone */ } }
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  process.exit(failed ? 1 : 0);
 }

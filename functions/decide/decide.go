@@ -107,16 +107,9 @@ func run(env *platform.Env, req *abi.Request, c Caller, keyHash string) abi.Resp
 
 	// Authorise and reserve: one ledger round trip.
 	r, err := ledgerq.ReserveDecision(env.Ledger, d.reserve(req, c, keyHash, idemKey, fingerprint, cost, now))
-	measured(env, true, time.Since(now))
+	measure(env, time.Since(now), 0)
 	if err != nil {
-		env.Error("reservation failed", "error", err.Error())
-		if batch.OutcomeUnknown(err) {
-			// The reservation may have committed: not "nothing was
-			// charged". Its lease settles it (a refund: no upstream call
-			// was made).
-			return reconciling(idemKey != "", nil, "the ledger did not confirm this request's reservation; if it was recorded, it is refunded when its lease ends")
-		}
-		return fail(contract.LedgerUnavailable, "the ledger is unavailable; nothing was charged")
+		return reservationFailed(env, err, idemKey != "")
 	}
 	remember(env, keyHash, &r)
 	if resp, done := refuse(env, &r, c.AccountID, now); done {
@@ -148,8 +141,9 @@ func Resume(env *platform.Env, req *abi.Request) abi.Response {
 	d := &current
 	d.settings = settings.Read(env.Config)
 	d.adapter = upstream.For(&d.settings)
+	var spec *speculation
 	if p.Speculative {
-		landed(env, req, d)
+		spec = landed(env, req, d)
 	}
 	parsed, ok := validator.RequestFromState(rest)
 	if !ok || d.adapter == nil {
@@ -160,13 +154,18 @@ func Resume(env *platform.Env, req *abi.Request) abi.Response {
 		return settleAndAnswer(env, req, d, &p, &out)
 	}
 	d.use(parsed, nil, req.Body)
+	var called time.Duration // the upstream call, as long as it took
 	if p.Called != 0 {
-		measured(env, false, time.Since(time.UnixMicro(p.Called)))
+		called = time.Since(time.UnixMicro(p.Called))
 	}
 	out := d.adapter.Answer(&d.call, req.Resume)
 	if p.Speculative {
-		return record(env, req, d, &p, &out)
+		if spec == nil {
+			return policy.Error(contract.InternalError, "the decision's saved state does not match its request")
+		}
+		return record(env, req, d, &p, &out, spec, called)
 	}
+	measure(env, 0, called)
 	return settleAndAnswer(env, req, d, &p, &out)
 }
 
@@ -376,35 +375,48 @@ func replay(k *ledgerq.Retained) abi.Response {
 // host's clock, or this host was paused past it) is refunded and its key
 // failed, so it is not recorded either.
 func settle(env *platform.Env, st *ledgerq.Settle, until time.Time) (string, bool) {
-	var err error
-	for wait, retry := 50*time.Millisecond, false; ; wait, retry = min(2*wait, time.Second), true {
-		var mine bool
+	var mine bool
+	err := retrying(until, func(retry bool) error {
+		var err error
 		mine, err = ledgerq.SettleDecision(env.Ledger, st)
 		if err == nil && st.OK && !mine && retry && !st.ReportsCharge() {
 			// An earlier try may have committed and lost its answer.
 			mine, err = ledgerq.Charged(env.Ledger, st.RequestID)
 		}
-		if err == nil {
-			switch {
-			case st.OK && mine:
-				return strconv.FormatInt(st.Cost, 10), true
-			case st.OK:
-				env.Error("success not recorded: the attempt was already reconciled (failed, refunded)")
-				return "", false
-			}
-			return "0", true // refunded, now or by an earlier reconciliation
+		return err
+	})
+	if err == nil {
+		switch {
+		case st.OK && mine:
+			return strconv.FormatInt(st.Cost, 10), true
+		case st.OK:
+			env.Error("success not recorded: the attempt was already reconciled (failed, refunded)")
+			return "", false
 		}
-		pause := wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
-		if time.Now().Add(pause).After(until) {
-			break
-		}
-		time.Sleep(pause)
+		return "0", true // refunded, now or by an earlier reconciliation
 	}
 	env.Error("settlement failed; the attempt will be reconciled", "error", err.Error())
 	if err := ledgerq.ExpireLease(env.Ledger, st.RequestID); err != nil {
 		env.Error("could not end the attempt's lease", "error", err.Error())
 	}
 	return "", false
+}
+
+// retrying runs try until it succeeds, with jittered backoff from 50 ms
+// doubling to 1 s between tries, while the next try would still start
+// before until; retry says whether an earlier try failed. It returns the
+// last try's error.
+func retrying(until time.Time, try func(retry bool) error) error {
+	err := try(false)
+	for wait := 50 * time.Millisecond; err != nil; wait = min(2*wait, time.Second) {
+		pause := wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
+		if time.Now().Add(pause).After(until) {
+			return err
+		}
+		time.Sleep(pause)
+		err = try(true)
+	}
+	return nil
 }
 
 // unsettled answers a decision whose outcome could not be recorded. Its
@@ -432,6 +444,19 @@ func reconciling(hasKey bool, p *pending, what string) abi.Response {
 		p.Rate.SetHeaders(&resp.Headers)
 	}
 	return resp
+}
+
+// reservationFailed answers a decision whose reservation got no answer
+// from the ledger.
+func reservationFailed(env *platform.Env, err error, hasKey bool) abi.Response {
+	env.Error("reservation failed", "error", err.Error())
+	if batch.OutcomeUnknown(err) {
+		// The reservation may have committed: not "nothing was charged".
+		// Its lease settles it (a refund: its upstream answer is not
+		// delivered).
+		return reconciling(hasKey, nil, "the ledger did not confirm this request's reservation; if it was recorded, it is refunded when its lease ends")
+	}
+	return fail(contract.LedgerUnavailable, "the ledger is unavailable; nothing was charged")
 }
 
 // fail is a platform error that charged nothing.

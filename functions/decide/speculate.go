@@ -2,7 +2,6 @@ package decide
 
 import (
 	"encoding/binary"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -105,28 +104,29 @@ func remember(env *platform.Env, keyHash string, r *ledgerq.Reservation) {
 	env.Memo.Put(hintKey(keyHash), h.encode(), hintTTL)
 }
 
-// measured folds one duration into the moving average of the ledger's
-// round trip (ledger) or of the upstream call (!ledger).
-func measured(env *platform.Env, ledger bool, d time.Duration) {
-	if env.Memo == nil || d < 0 {
+// measure folds the durations measured here (0: not measured) into the
+// moving averages of the ledger's round trip and of the upstream call.
+func measure(env *platform.Env, ledger, called time.Duration) {
+	if env.Memo == nil || (ledger <= 0 && called <= 0) {
 		return
 	}
-	us := max(d.Microseconds(), 1)
 	var avg [2]int64
 	if b := env.Memo.Get(latencyKey); len(b) == 16 {
 		avg[0], avg[1] = int64(binary.LittleEndian.Uint64(b)), int64(binary.LittleEndian.Uint64(b[8:]))
 	}
-	i := 1
-	if ledger {
-		i = 0
-	}
-	if avg[i] == 0 {
-		avg[i] = us
-	} else {
+	for i, d := range [2]time.Duration{ledger, called} {
+		if d <= 0 {
+			continue
+		}
+		us := max(d.Microseconds(), 1)
+		if avg[i] == 0 {
+			avg[i] = us
+			continue
+		}
 		// One sample moves the average by at most a third or so: a pause
-		// (a collection, a busy core) does not turn speculation off or on,
-		// and a new regime (a slower model) is reached within a few dozen
-		// decisions.
+		// (a collection, a busy core) does not turn speculation off or
+		// on, and a new regime (a slower model) is reached within a few
+		// dozen decisions.
 		avg[i] += (min(max(us, avg[i]/4), 4*avg[i]) - avg[i]) / 8
 	}
 	b := binary.LittleEndian.AppendUint64(nil, uint64(avg[0]))
@@ -168,38 +168,44 @@ func unspeculate(env *platform.Env, d *decision, keyHash string) {
 	env.Memo.Add(inflightAll, -1, d.settings.Lease())
 }
 
+// speculation is who a speculative decision is for, read once from its
+// request when it resumes.
+type speculation struct{ account, keyHash string }
+
 // landed counts a speculative decision of req's key out of flight
-// (speculate counted it in).
-func landed(env *platform.Env, req *abi.Request, d *decision) {
-	if tok, _, refusal := policy.APIKey(req); refusal == nil && env.Memo != nil {
-		unspeculate(env, d, keys.Hash(tok))
+// (speculate counted it in) and returns whose it is; nil when req's key is
+// not the one its saved state was made for.
+func landed(env *platform.Env, req *abi.Request, d *decision) *speculation {
+	tok, account, refusal := policy.APIKey(req)
+	if refusal != nil {
+		return nil
 	}
+	s := &speculation{account: account, keyHash: keys.Hash(tok)}
+	if env.Memo != nil {
+		unspeculate(env, d, s.keyHash)
+	}
+	return s
 }
 
-// record finishes a speculative decision once its upstream answered: a
-// success is reserved and settled in one statement and delivered only if
-// the reservation allowed it (otherwise the caller gets the refusal it
-// would have had before the call, and the answer is dropped); a failure is
-// reserved and refunded as any decision's.
-func record(env *platform.Env, req *abi.Request, d *decision, p *pending, out *upstream.Outcome) abi.Response {
-	tok, account, refusal := policy.APIKey(req)
-	if refusal != nil || account != p.AccountID {
+// record finishes a speculative decision once its upstream answered (the
+// call took called): a success is reserved and settled in one statement
+// and delivered only if the reservation allowed it (otherwise the caller
+// gets the refusal it would have had before the call, and the answer is
+// dropped); a failure is reserved and refunded as any decision's.
+func record(env *platform.Env, req *abi.Request, d *decision, p *pending, out *upstream.Outcome, s *speculation, called time.Duration) abi.Response {
+	if s.account != p.AccountID {
 		return policy.Error(contract.InternalError, "the decision's saved state does not match its request")
 	}
-	keyHash := keys.Hash(tok)
 	now := time.Now()
-	r := d.reserve(req, Caller{AccountID: account, Source: "api"}, keyHash, "", "", p.Cost, now)
+	r := d.reserve(req, Caller{AccountID: s.account, Source: "api"}, s.keyHash, "", "", p.Cost, now)
 	if !out.OK {
+		measure(env, 0, called)
 		res, err := ledgerq.ReserveDecision(env.Ledger, r)
 		if err != nil {
-			env.Error("reservation failed", "error", err.Error())
-			if batch.OutcomeUnknown(err) {
-				return reconciling(false, nil, "the ledger did not confirm this request's reservation; if it was recorded, it is refunded when its lease ends")
-			}
-			return fail(contract.LedgerUnavailable, "the ledger is unavailable; nothing was charged")
+			return reservationFailed(env, err, false)
 		}
-		remember(env, keyHash, &res)
-		if resp, done := refuse(env, &res, account, now); done {
+		remember(env, s.keyHash, &res)
+		if resp, done := refuse(env, &res, s.account, now); done {
 			return resp
 		}
 		p.Rate, p.Speculative = res.Rate, false
@@ -208,12 +214,13 @@ func record(env *platform.Env, req *abi.Request, d *decision, p *pending, out *u
 	st := settlement(req, d, p, out, "")
 	res, charged, err := recordRetrying(env, r, &st, p.settleBy(d.settings.RequestTimeout))
 	if err != nil {
+		measure(env, 0, called)
 		env.Error("recording the decision failed", "error", err.Error())
 		return reconciling(false, p, "the outcome could not be recorded")
 	}
-	measured(env, true, time.Since(now))
-	remember(env, keyHash, &res)
-	if resp, done := refuse(env, &res, account, now); done {
+	measure(env, time.Since(now), called)
+	remember(env, s.keyHash, &res)
+	if resp, done := refuse(env, &res, s.account, now); done {
 		return resp
 	}
 	if !charged {
@@ -226,26 +233,29 @@ func record(env *platform.Env, req *abi.Request, d *decision, p *pending, out *u
 }
 
 // recordRetrying runs RecordDecision, and while the ledger fails retries
-// with jittered backoff until until. Before each retry it reads whether an
-// earlier try committed and lost its answer: the attempt then exists,
-// charged, and running the statement again would fail on its id.
+// it (retrying) until until. Before each retry it reads whether an earlier
+// try committed and lost its answer: the attempt then exists, charged, and
+// running the statement again would fail on its id.
 func recordRetrying(env *platform.Env, r *ledgerq.Reserve, st *ledgerq.Settle, until time.Time) (ledgerq.Reservation, bool, error) {
-	res, charged, err := ledgerq.RecordDecision(env.Ledger, r, st)
-	for wait := 50 * time.Millisecond; err != nil; wait = min(2*wait, time.Second) {
-		pause := wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
-		if time.Now().Add(pause).After(until) {
-			return res, false, err
+	var (
+		res     ledgerq.Reservation
+		charged bool
+	)
+	err := retrying(until, func(retry bool) error {
+		if retry {
+			done, err := ledgerq.Charged(env.Ledger, r.RequestID)
+			if err != nil {
+				return err
+			}
+			if done {
+				// The reservation allowed it, then: its counts are unknown.
+				res, charged = ledgerq.Reservation{Outcome: ledgerq.Reserved, Rate: batch.Rate{Limit: int64(r.RateLimit), Window: batch.WindowAt(r.Now, time.Minute)}}, true
+				return nil
+			}
 		}
-		time.Sleep(pause)
-		var done bool
-		if done, err = ledgerq.Charged(env.Ledger, r.RequestID); err != nil {
-			continue
-		}
-		if done {
-			// The reservation allowed it, then: its counts are unknown.
-			return ledgerq.Reservation{Outcome: ledgerq.Reserved, Rate: batch.Rate{Limit: int64(r.RateLimit), Window: batch.WindowAt(r.Now, time.Minute)}}, true, nil
-		}
+		var err error
 		res, charged, err = ledgerq.RecordDecision(env.Ledger, r, st)
-	}
+		return err
+	})
 	return res, charged, err
 }
