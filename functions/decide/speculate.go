@@ -34,13 +34,17 @@ import (
 //   - the balance it saw covers twice the cost of every decision this host
 //     is running that way for the key, and the account's and the address's
 //     windows have room for twice as many;
-//   - no more than maxInflight of the host's decisions are in flight that
-//     way;
-//   - the ledger's round trip is at least a tenth of the upstream call's
-//     (both measured here, latencyKey): against a model that answers in
-//     seconds one round trip saves nothing worth a risk, and a herd of
-//     such decisions that reserve first is spread by the ledger, where one
-//     that did not would reach it all at once after its calls.
+//   - where the ledger's round trip is at least a tenth of the upstream
+//     call's (both measured here, latencyKey), no more than maxInflight of
+//     the host's decisions are in flight that way;
+//   - against a slower upstream (a model answering in seconds), no more
+//     than burstStarts of the host's decisions started that way within the
+//     same burstSlot, and no more than maxInflightSlow are in flight: a
+//     burst that skipped the ledger would come back from its calls
+//     together and reach the ledger all at once, where the rest of it,
+//     reserving first, is spread out by the ledger's queue; decisions that
+//     arrive spread out keep their spread and pay one round trip instead
+//     of two.
 //
 // With an Idempotency-Key the claim must precede the call (a concurrent
 // resend must not call the upstream again), and a signed-in caller
@@ -56,15 +60,31 @@ const (
 	// moving averages, in microseconds.
 	latencyKey = "latency"
 	// inflightAll counts the host's decisions in flight without a
-	// reservation, at most maxInflight: their records reach the ledger
-	// when their calls come back, and a burst of slow calls comes back
-	// together. One writer's group (wasm-host/ledger) takes 32 at once; on
-	// Workers, where a burst of 200 all speculating held every instance
-	// of the isolate in its records past the deadline, the rest of a burst
+	// reservation, at most maxInflight against a fast upstream: their
+	// records reach the ledger when their calls come back. On Workers,
+	// where a burst of 200 all speculating held every instance of the
+	// isolate in its records past the deadline, the rest of a burst
 	// reserves first and is spread by the ledger.
 	inflightAll = "inflight"
 	maxInflight = 32
+	// Against a slow upstream the calls are long, so many more are in
+	// flight at once (500 clients of a model answering in a second), and
+	// what must not happen is that many start, and so come back, at once:
+	// at most burstStarts in a burstSlot (1,600 a second). Measured on
+	// the sqld herd (wasm-host/loadbench/MEASUREMENTS.md): 8, 16 and 32
+	// gave p50 +6.5 to +9.4, +6.0 to +7.6 and +6.2 to +6.6 ms, against
+	// +12.1 to +13.1 ms with none speculating; all of them speculating,
+	// +51 to +53 ms.
+	burstStarts     = 16
+	burstSlot       = 10 * time.Millisecond
+	maxInflightSlow = 1024
 )
+
+// burstKey is the memo counter of the decisions that started speculating
+// in now's burstSlot.
+func burstKey(now time.Time) string {
+	return "burst:" + strconv.FormatInt(now.UnixNano()/int64(burstSlot), 10)
+}
 
 // hint is the last outcome of a key's decision on this host.
 type hint struct {
@@ -145,16 +165,23 @@ func speculate(env *platform.Env, d *decision, keyHash, idemKey string, cost int
 		return false
 	}
 	ledgerUs, upstreamUs := int64(binary.LittleEndian.Uint64(lat)), int64(binary.LittleEndian.Uint64(lat[8:]))
-	if ledgerUs == 0 || upstreamUs == 0 || ledgerUs*10 < upstreamUs {
+	if ledgerUs == 0 || upstreamUs == 0 {
 		return false
 	}
 	h, ok := readHint(env.Memo.Get(hintKey(keyHash)))
 	if !ok || !h.allowed || h.window != batch.WindowAt(now, time.Minute).Start {
 		return false
 	}
+	limit := int64(maxInflight)
+	if ledgerUs*10 < upstreamUs {
+		if env.Memo.Add(burstKey(now), 1, time.Second) > burstStarts {
+			return false
+		}
+		limit = maxInflightSlow
+	}
 	n := env.Memo.Add(inflightKey(keyHash), 1, d.settings.Lease())
 	all := env.Memo.Add(inflightAll, 1, d.settings.Lease())
-	if all <= maxInflight && h.balance >= 2*n*cost && h.count+2*n <= int64(d.settings.RateLimit) && h.auth+2*n <= int64(d.settings.AuthRateLimit) {
+	if all <= limit && h.balance >= 2*n*cost && h.count+2*n <= int64(d.settings.RateLimit) && h.auth+2*n <= int64(d.settings.AuthRateLimit) {
 		return true
 	}
 	unspeculate(env, d, keyHash)

@@ -81,11 +81,13 @@ func TestSpeculationWastesNoCallWhenTheBalanceRunsOut(t *testing.T) {
 	g.CheckInvariant()
 }
 
-// TestDecisionsAgainstASlowUpstreamReserveFirst: where the upstream takes
-// far longer than the ledger (a model answering in a fraction of a second
-// and more), one round trip saves nothing worth a call the reservation
-// would have refused: a revoked key reaches no upstream.
-func TestDecisionsAgainstASlowUpstreamReserveFirst(t *testing.T) {
+// TestDecisionsAgainstASlowUpstreamSpeculateOneAtATime: against an
+// upstream that takes far longer than the ledger (a model answering in a
+// fraction of a second and more), decisions that arrive one at a time
+// speculate too (a burst is bounded per slot: speculate_test.go), with the
+// same guarantee: a key revoked meanwhile costs one upstream call, which is
+// refused 401, nothing delivered, nothing charged, no attempt recorded.
+func TestDecisionsAgainstASlowUpstreamSpeculateOneAtATime(t *testing.T) {
 	g := startGateway(t, "", nil)
 	g.vendor.Handle(func(w http.ResponseWriter, _ *http.Request, body []byte) {
 		time.Sleep(150 * time.Millisecond)
@@ -98,11 +100,17 @@ func TestDecisionsAgainstASlowUpstreamReserveFirst(t *testing.T) {
 		}
 	}
 	g.exec(`UPDATE api_keys SET revoked_at = 1 WHERE account_id = ?`, str(acct))
-	if r := g.post(key, simpleRequest); r.Status != 401 {
+	if r := g.post(key, simpleRequest); r.Status != 401 || r.Header.Get("X-Service-Credits") != "0" {
 		t.Fatalf("revoked: %d %s", r.Status, r.Body)
 	}
-	if n := len(g.vendor.Seen()); n != 4 {
-		t.Fatalf("upstream calls %d, want 4", n)
+	if n := len(g.vendor.Seen()); n != 5 {
+		t.Fatalf("upstream calls %d, want 5 (the revoked key's decision speculated)", n)
+	}
+	if rows := g.exec(`SELECT COUNT(*) FROM requests WHERE account_id = ?`, str(acct)); rows[0][0].AsInt() != 4 {
+		t.Fatalf("requests recorded %d, want 4", rows[0][0].AsInt())
+	}
+	if got := g.Balance(acct); got != 6 {
+		t.Fatalf("balance %d, want 6", got)
 	}
 	g.CheckInvariant()
 }

@@ -24,8 +24,9 @@ import (
 // machine do not inflate) and, on sqld, the time the server spent.
 //
 // Each row is measured against the others of the same run: serial,
-// parallel8 (8 callers, as a host with 8 warm instances issues them) and
-// parallel32 (groups of 20 and more, as under a herd of clients), with
+// parallel8 (8 callers, as a host with 8 warm instances issues them),
+// parallel32 (groups of 20 and more) and parallel128 (as a host on sqld
+// issues them under a herd of clients, 16 parked per run slot), with
 // the statement cache off (nocache), group commit off (group=1) and
 // reservations and settlements never merged (nomerge).
 //
@@ -48,6 +49,7 @@ func BenchmarkDecision(b *testing.B) {
 		{"serial-idem", 1, true, defaultTuning(), false, false},
 		{"parallel8", 8, false, defaultTuning(), false, false},
 		{"parallel32", 32, false, defaultTuning(), false, false},
+		{"parallel128", 128, false, defaultTuning(), false, false},
 		{"parallel8/nocache", 8, false, noCache, true, false},
 		{"parallel8/group=1", 8, false, noGroup, false, false},
 		{"parallel8/nomerge", 8, false, defaultTuning(), false, true},

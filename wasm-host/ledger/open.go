@@ -118,7 +118,7 @@ type Executor struct {
 // keeps a transaction short (sqld aborts transactions held for 5 s, and
 // another host waits for the lock meanwhile) while still amortising BEGIN and
 // COMMIT across a burst.
-const defaultMaxGroup = 32
+const defaultMaxGroup = 128
 
 // txTimeout bounds one transaction attempt, whatever the callers' deadlines:
 // once a batch has been taken into a transaction it runs to an outcome rather
@@ -158,6 +158,12 @@ func defaultTuning() tuning {
 	return tuning{maxGroup: defaultMaxGroup, stmtCache: defaultStmtCache}
 }
 
+// Remote reports whether url names a ledger on a server (sqld, Turso)
+// rather than an embedded file; "" is the default file.
+func Remote(url string) bool {
+	return url != "" && !strings.HasPrefix(url, "file:")
+}
+
 // open is OpenWith with the tuning as a parameter.
 func open(ctx context.Context, url, authToken string, o Options, tune tuning) (*Executor, error) {
 	if url == "" {
@@ -169,7 +175,7 @@ func open(ctx context.Context, url, authToken string, o Options, tune tuning) (*
 		err       error
 		name      = Redact(url)
 	)
-	if strings.HasPrefix(url, "file:") {
+	if !Remote(url) {
 		var path string
 		connector, path, err = embeddedConnector(url, o.Create)
 		if path != "" {

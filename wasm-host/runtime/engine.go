@@ -58,12 +58,19 @@ type Options struct {
 	// instance and a run slot before it fails with ErrOverloaded, nothing
 	// of it run (Function.Handle); 0 means until the request's deadline.
 	QueueTimeout time.Duration
+	// ParkedPerSlot is how many instances a function keeps per run slot,
+	// the others parked in a ledger round trip; 0 means 4. A host on a
+	// remote ledger sets more (wasm-host/app, parkedPerSlot): its writer
+	// groups as many batches as wait, and a wave of requests then shares
+	// fewer of the server's requests.
+	ParkedPerSlot int
 }
 
 // Engine owns the wazero runtime shared by all functions.
 type Engine struct {
 	recycle  uint32
 	queue    time.Duration // Options.QueueTimeout
+	parked   int           // Options.ParkedPerSlot
 	cacheDir string        // Options.CacheDir
 	rt       wazero.Runtime
 	cache    wazero.CompilationCache
@@ -117,7 +124,10 @@ func NewEngine(ctx context.Context, opts Options, s Services) (*Engine, error) {
 		cfg = cfg.WithCompilationCache(c)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	e := &Engine{rt: rt, cache: cache, cacheDir: opts.CacheDir, services: s, recycle: opts.RecycleBytes, sockets: opts.Sockets, queue: opts.QueueTimeout, memo: newMemoStore()}
+	e := &Engine{rt: rt, cache: cache, cacheDir: opts.CacheDir, services: s, recycle: opts.RecycleBytes, sockets: opts.Sockets, queue: opts.QueueTimeout, parked: opts.ParkedPerSlot, memo: newMemoStore()}
+	if e.parked <= 0 {
+		e.parked = defaultParked
+	}
 	if e.recycle == 0 {
 		e.recycle = 8 << 20
 	}

@@ -34,7 +34,7 @@ var (
 // A call waiting on the ledger is not running either. Its instance cannot
 // be lent (the guest's stack is in it), but the call gives back its run
 // slot for the wait, as a Go thread in a system call gives back its P, and
-// takes one again before the guest goes on. So up to waitFactor × size
+// takes one again before the guest goes on. So up to ParkedPerSlot × size
 // instances live, most of them parked in a ledger round trip on sqld or
 // Turso, while at most size calls compute. Before, a parked instance
 // counted as running: on sqld the pool (8) bounded how many batches the
@@ -44,7 +44,7 @@ var (
 type Function struct {
 	module *Module
 	size   int
-	stock  *stock // the instances: idle ones, and at most waitFactor × size live
+	stock  *stock // the instances: idle ones, and at most ParkedPerSlot × size live
 	gate   *gate  // the run slots: calls computing, at most size
 
 	created   atomic.Int64
@@ -63,7 +63,7 @@ func NewFunction(ctx context.Context, m *Module, size, warm int) (*Function, err
 	if size < 1 {
 		return nil, fmt.Errorf("runtime: pool size %d < 1", size)
 	}
-	f := &Function{module: m, size: size, stock: &stock{max: size * waitFactor}, gate: newGate(size)}
+	f := &Function{module: m, size: size, stock: &stock{max: size * m.engine.parked}, gate: newGate(size)}
 	// Made before any goes into the stock, so that each take is leave to
 	// make one, never an idle one back.
 	var warmed []*instance
@@ -116,10 +116,11 @@ func (f *Function) newInstance(ctx context.Context) (*instance, error) {
 	return inst, nil
 }
 
-// waitFactor bounds the instances a function keeps, as a multiple of the
-// calls that may compute at once: the rest wait on the ledger. Memory stays
-// bounded: waitFactor × size × the recycle size per function.
-const waitFactor = 4
+// defaultParked bounds the instances a function keeps, as a multiple of the
+// calls that may compute at once (Options.ParkedPerSlot): the rest wait on
+// the ledger. Memory stays bounded: ParkedPerSlot × size × the recycle size
+// per function.
+const defaultParked = 4
 
 // acquire returns an instance and a run slot for a call, or ErrOverloaded
 // when ctx ends first, or, for a request's first call (admit), when its

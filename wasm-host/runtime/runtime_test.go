@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -290,7 +291,17 @@ func TestCallWaitingOnLedgerLeavesItsRunSlot(t *testing.T) {
 }
 
 func TestParkedInstancesAreBounded(t *testing.T) {
-	f, fs := newTestFunction(t, 1)
+	for _, parked := range []int{0, 16} {
+		t.Run(fmt.Sprintf("ParkedPerSlot=%d", parked), func(t *testing.T) {
+			f, fs := newGuestFunction(t, Options{CacheDir: t.TempDir(), ParkedPerSlot: parked}, "testguests/testguest.wasm", 1)
+			testParkedBound(t, f, fs, cmp.Or(parked, defaultParked))
+		})
+	}
+}
+
+// testParkedBound parks parked calls of f, a pool of one run slot, in
+// the ledger and checks that the next call finds no instance.
+func testParkedBound(t *testing.T, f *Function, fs *fakeServices, parked int) {
 	entered, release := holdLedger(fs)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -300,7 +311,7 @@ func TestParkedInstancesAreBounded(t *testing.T) {
 			close(release)
 		}
 	}()
-	for i := 0; i < waitFactor; i++ {
+	for i := 0; i < parked; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -309,7 +320,7 @@ func TestParkedInstancesAreBounded(t *testing.T) {
 			}
 		}()
 	}
-	for i := 0; i < waitFactor; i++ {
+	for i := 0; i < parked; i++ {
 		<-entered
 	}
 	// Every instance the pool may keep is parked: the next call waits for
@@ -317,18 +328,18 @@ func TestParkedInstancesAreBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := f.Handle(ctx, &abi.Request{Path: "/echo"}); !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("a call past %d parked instances: err = %v, want ErrOverloaded", waitFactor, err)
+		t.Fatalf("a call past %d parked instances: err = %v, want ErrOverloaded", parked, err)
 	}
-	if st := f.Stats(); st.Created != waitFactor {
-		t.Fatalf("created %d instances, want %d", st.Created, waitFactor)
+	if st := f.Stats(); st.Created != int64(parked) {
+		t.Fatalf("created %d instances, want %d", st.Created, parked)
 	}
 	close(release)
 	released = true
 	wg.Wait()
 	// Once they are back, calls find them idle.
 	call(t, f, abi.Request{Path: "/echo"})
-	if st := f.Stats(); st.Created != waitFactor {
-		t.Fatalf("created %d instances after the wait, want %d", st.Created, waitFactor)
+	if st := f.Stats(); st.Created != int64(parked) {
+		t.Fatalf("created %d instances after the wait, want %d", st.Created, parked)
 	}
 }
 
