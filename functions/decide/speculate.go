@@ -75,7 +75,7 @@ const (
 	// gave p50 +6.5 to +9.4, +6.0 to +7.6 and +6.2 to +6.6 ms, against
 	// +12.1 to +13.1 ms with none speculating; all of them speculating,
 	// +51 to +53 ms.
-	burstStarts     = 16
+	burstStarts     = 32
 	burstSlot       = 10 * time.Millisecond
 	maxInflightSlow = 1024
 )
