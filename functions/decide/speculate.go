@@ -70,11 +70,13 @@ const (
 	// Against a slow upstream the calls are long, so many more are in
 	// flight at once (500 clients of a model answering in a second), and
 	// what must not happen is that many start, and so come back, at once:
-	// at most burstStarts in a burstSlot (1,600 a second). Measured on
-	// the sqld herd (wasm-host/loadbench/MEASUREMENTS.md): 8, 16 and 32
-	// gave p50 +6.5 to +9.4, +6.0 to +7.6 and +6.2 to +6.6 ms, against
-	// +12.1 to +13.1 ms with none speculating; all of them speculating,
-	// +51 to +53 ms.
+	// at most burstStarts in a burstSlot (3,200 a second). Measured on
+	// the sqld herd, alternated in one hour (wasm-host/loadbench/
+	// MEASUREMENTS.md): 16, 32 and 64 gave p50 +5.7 to +7.3, +3.8 to +5.8
+	// and +7.6 to +12.9 ms, against +12.1 to +13.1 ms with none
+	// speculating; all of them speculating, +51 to +53 ms. However they
+	// arrive, no more than maxInflightSlow are in flight that way: eight
+	// of a writer's groups on sqld (wasm-host/ledger, defaultMaxGroup).
 	burstStarts     = 32
 	burstSlot       = 10 * time.Millisecond
 	maxInflightSlow = 1024

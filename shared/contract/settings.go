@@ -89,7 +89,7 @@ var Settings = []Setting{
 	{Name: "MAIL_URL", Kind: URL, Module: true, Doc: "HTTP mail endpoint for sign-in links"},
 	{Name: "MAIL_API_KEY", Kind: Text, Secret: true, Doc: "the mail endpoint's Bearer token"},
 	{Name: "SERVICE_MAIL_FROM", Default: "Decision Gateway <no-reply@localhost>", Kind: Text, Module: true, Doc: "sender address of sign-in mail"},
-	{Name: "GATEWAY_POOL_SIZE", Default: "8", Kind: Int, Min: 1, Doc: "calls running at once per function; up to 4× as many instances, the others waiting on the ledger"},
+	{Name: "GATEWAY_POOL_SIZE", Default: "8", Kind: Int, Min: 1, Doc: "calls running at once per function; up to 4× as many instances (16× on sqld or Turso), the others waiting on the ledger"},
 	{Name: "GATEWAY_REQUEST_TIMEOUT", Default: "60s", Kind: Duration, Module: true, Doc: "per-request deadline"},
 	{Name: "GATEWAY_QUEUE_TIMEOUT", Default: "1s", Kind: Duration, Doc: "how long a new request may wait for its function to start; past it, 503 overloaded"},
 	{Name: "GATEWAY_MAX_REQUESTS", Default: "4096", Kind: Int, Min: 1, Doc: "function requests a wazero host serves at once, those awaiting their upstream included; past it, 503 overloaded at once"},

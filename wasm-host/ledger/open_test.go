@@ -36,6 +36,24 @@ func TestOpenAcceptsEveryURLSpelling(t *testing.T) {
 	}
 }
 
+// Remote tells a server from a file by the URL's form, as open does: the
+// host parks more instances in a server's round trips (wasm-host/app).
+func TestRemoteTellsServersFromFiles(t *testing.T) {
+	for url, want := range map[string]bool{
+		"":                       false, // DefaultURL
+		DefaultURL:               false,
+		"file:///var/ledger.db":  false,
+		"http://127.0.0.1:8080":  true,
+		"https://db.example.com": true,
+		"libsql://db.turso.io":   true,
+		"ws://127.0.0.1:8080":    true,
+	} {
+		if got := Remote(url); got != want {
+			t.Errorf("Remote(%q) = %v, want %v", url, got, want)
+		}
+	}
+}
+
 func TestOpenDefaultsToDataDirectory(t *testing.T) {
 	t.Chdir(t.TempDir())
 	e := openT(t, "")

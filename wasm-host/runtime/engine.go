@@ -60,7 +60,7 @@ type Options struct {
 	QueueTimeout time.Duration
 	// ParkedPerSlot is how many instances a function keeps per run slot,
 	// the others parked in a ledger round trip; 0 means 4. A host on a
-	// remote ledger sets more (wasm-host/app, parkedPerSlot): its writer
+	// remote ledger sets more (wasm-host/app, parkedOnServer): its writer
 	// groups as many batches as wait, and a wave of requests then shares
 	// fewer of the server's requests.
 	ParkedPerSlot int

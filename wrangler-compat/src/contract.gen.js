@@ -224,7 +224,7 @@ export const SETTINGS = Object.freeze([
     "default": "8",
     "kind": "int",
     "min": 1,
-    "doc": "calls running at once per function; up to 4× as many instances, the others waiting on the ledger",
+    "doc": "calls running at once per function; up to 4× as many instances (16× on sqld or Turso), the others waiting on the ledger",
     "rule": "a whole number from 1 to 2147483647"
   },
   {
