@@ -143,7 +143,7 @@ func Resume(env *platform.Env, req *abi.Request) abi.Response {
 	d.adapter = upstream.For(&d.settings)
 	var spec *speculation
 	if p.Speculative {
-		spec = landed(env, req, d)
+		spec = landed(env, req, d, p.AccountID)
 	}
 	parsed, ok := validator.RequestFromState(rest)
 	if !ok || d.adapter == nil {

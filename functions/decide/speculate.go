@@ -7,7 +7,6 @@ import (
 
 	"decisiongateway/shared/abi"
 	"decisiongateway/shared/batch"
-	"decisiongateway/shared/contract"
 	"decisiongateway/shared/keys"
 	"decisiongateway/shared/ledgerq"
 	"decisiongateway/shared/platform"
@@ -82,8 +81,9 @@ const (
 	maxInflightSlow = 1024
 )
 
-// burstKey is the memo counter of the decisions that started speculating
-// in now's burstSlot.
+// burstKey is the memo counter of the decisions that tried to speculate in
+// now's burstSlot (one refused afterwards, by its balance or the in-flight
+// bound, still counts: the bound errs towards reserving first).
 func burstKey(now time.Time) string {
 	return "burst:" + strconv.FormatInt(now.UnixNano()/int64(burstSlot), 10)
 }
@@ -203,17 +203,20 @@ type speculation struct{ account, keyHash string }
 
 // landed counts a speculative decision of req's key out of flight
 // (speculate counted it in) and returns whose it is; nil when req's key is
-// not the one its saved state was made for.
-func landed(env *platform.Env, req *abi.Request, d *decision) *speculation {
-	tok, account, refusal := policy.APIKey(req)
+// not the one its saved state was made for (account).
+func landed(env *platform.Env, req *abi.Request, d *decision, account string) *speculation {
+	tok, owner, refusal := policy.APIKey(req)
 	if refusal != nil {
 		return nil
 	}
-	s := &speculation{account: account, keyHash: keys.Hash(tok)}
+	keyHash := keys.Hash(tok)
 	if env.Memo != nil {
-		unspeculate(env, d, s.keyHash)
+		unspeculate(env, d, keyHash)
 	}
-	return s
+	if owner != account {
+		return nil
+	}
+	return &speculation{account: account, keyHash: keyHash}
 }
 
 // record finishes a speculative decision once its upstream answered (the
@@ -222,13 +225,11 @@ func landed(env *platform.Env, req *abi.Request, d *decision) *speculation {
 // gets the refusal it would have had before the call, and the answer is
 // dropped); a failure is reserved and refunded as any decision's.
 func record(env *platform.Env, req *abi.Request, d *decision, p *pending, out *upstream.Outcome, s *speculation, called time.Duration) abi.Response {
-	if s.account != p.AccountID {
-		return policy.Error(contract.InternalError, "the decision's saved state does not match its request")
-	}
 	now := time.Now()
+	var recorded time.Duration // the record's round trip, when it succeeded
+	defer func() { measure(env, recorded, called) }()
 	r := d.reserve(req, Caller{AccountID: s.account, Source: "api"}, s.keyHash, "", "", p.Cost, now)
 	if !out.OK {
-		measure(env, 0, called)
 		res, err := ledgerq.ReserveDecision(env.Ledger, r)
 		if err != nil {
 			return reservationFailed(env, err, false)
@@ -243,11 +244,10 @@ func record(env *platform.Env, req *abi.Request, d *decision, p *pending, out *u
 	st := settlement(req, d, p, out, "")
 	res, charged, err := recordRetrying(env, r, &st, p.settleBy(d.settings.RequestTimeout))
 	if err != nil {
-		measure(env, 0, called)
 		env.Error("recording the decision failed", "error", err.Error())
 		return reconciling(false, p, "the outcome could not be recorded")
 	}
-	measure(env, time.Since(now), called)
+	recorded = time.Since(now)
 	remember(env, s.keyHash, &res)
 	if resp, done := refuse(env, &res, s.account, now); done {
 		return resp

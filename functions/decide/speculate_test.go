@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"decisiongateway/shared/batch"
-	"decisiongateway/shared/ledgerq"
 	"decisiongateway/shared/platform"
 	"decisiongateway/shared/settings"
 )
@@ -29,34 +28,34 @@ func (m mapMemo) Add(key string, delta int64, _ time.Duration) int64 {
 	return n
 }
 
-// speculating starts calls decisions of one key at now against a memo that
-// measured the ledger's round trip at ledger and the upstream's at called,
-// and counts those that speculate.
-func speculating(t *testing.T, calls int, ledger, called time.Duration, now time.Time) (int, mapMemo) {
-	t.Helper()
-	memo := mapMemo{}
+// speculator is a host's memo that measured the ledger's round trip at
+// ledger and the upstream's at called and holds one key's allowed outcome
+// for now's window; burst(at) starts 100 decisions of the key at at and
+// counts those that speculate.
+func speculator(ledger, called time.Duration, now time.Time) (burst func(at time.Time) int, memo mapMemo) {
+	memo = mapMemo{}
 	env := &platform.Env{Memo: memo}
 	measure(env, ledger, called)
 	d := &decision{settings: settings.Settings{RateLimit: 1 << 20, AuthRateLimit: 1 << 20, RequestTimeout: time.Minute}}
-	remember(env, "key", &ledgerq.Reservation{Outcome: ledgerq.Reserved, Balance: 1 << 30})
-	// The hint is for now's window.
-	h, _ := readHint(memo.Get(hintKey("key")))
-	h.window = batch.WindowAt(now, time.Minute).Start
+	h := hint{allowed: true, window: batch.WindowAt(now, time.Minute).Start, balance: 1 << 30}
 	memo.Put(hintKey("key"), h.encode(), hintTTL)
-	n := 0
-	for range calls {
-		if speculate(env, d, "key", "", 1, now) {
-			n++
+	return func(at time.Time) int {
+		n := 0
+		for range 100 {
+			if speculate(env, d, "key", "", 1, at) {
+				n++
+			}
 		}
-	}
-	return n, memo
+		return n
+	}, memo
 }
 
 // Against an upstream that is fast beside the ledger, at most maxInflight
 // decisions are in flight without a reservation, however they arrive.
 func TestSpeculationAgainstAFastUpstreamIsBoundedInFlight(t *testing.T) {
 	now := time.Now()
-	if n, _ := speculating(t, 100, 2*time.Millisecond, 5*time.Millisecond, now); n != maxInflight {
+	burst, _ := speculator(2*time.Millisecond, 5*time.Millisecond, now)
+	if n := burst(now); n != maxInflight {
 		t.Fatalf("%d of 100 speculated, want %d", n, maxInflight)
 	}
 }
@@ -66,21 +65,13 @@ func TestSpeculationAgainstAFastUpstreamIsBoundedInFlight(t *testing.T) {
 // be many more than against a fast one.
 func TestSpeculationAgainstASlowUpstreamIsBoundedPerSlot(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	n, memo := speculating(t, 100, 2*time.Millisecond, time.Second, now)
-	if n != burstStarts {
+	burst, memo := speculator(2*time.Millisecond, time.Second, now)
+	if n := burst(now); n != burstStarts {
 		t.Fatalf("%d of a burst of 100 speculated, want %d", n, burstStarts)
 	}
-	env := &platform.Env{Memo: memo}
-	d := &decision{settings: settings.Settings{RateLimit: 1 << 20, AuthRateLimit: 1 << 20, RequestTimeout: time.Minute}}
 	for slot := 1; slot <= 3; slot++ {
-		next := 0
-		for range 100 {
-			if speculate(env, d, "key", "", 1, now.Add(time.Duration(slot)*burstSlot)) {
-				next++
-			}
-		}
-		if next != burstStarts {
-			t.Fatalf("%d speculated in slot %d, want %d", next, slot, burstStarts)
+		if n := burst(now.Add(time.Duration(slot) * burstSlot)); n != burstStarts {
+			t.Fatalf("%d speculated in slot %d, want %d", n, slot, burstStarts)
 		}
 	}
 	if all := memo.Add(inflightAll, 0, time.Minute); all != 4*burstStarts || all <= maxInflight {
