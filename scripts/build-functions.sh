@@ -13,9 +13,10 @@ TINYGO="$(bash scripts/install-tinygo.sh)"
 # so no collector runs: a ledger round trip measured 34 µs with TinyGo's
 # conservative collector, 5.5 µs without.
 FLAGS=(-target=wasip1 -buildmode=c-shared -scheduler=none -gc=leaking -no-debug -opt=2)
-# A module built with other flags is rebuilt, not only one older than its
-# sources.
-STAMP="TinyGo ${FLAGS[*]}"
+# A module built with other flags, or with another version of the byte
+# search put into TinyGo (install-tinygo.sh), is rebuilt, not only one older
+# than its sources.
+STAMP="TinyGo ${FLAGS[*]} bytealg $(sha256sum scripts/tinygo/bytealg/indexbyte.go | cut -c1-12)"
 
 # name_module appends the custom section that says which function a module
 # is (wasm-host/canary/name.go: "gateway.function", then the name), unless

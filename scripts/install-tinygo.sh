@@ -27,10 +27,25 @@ seed_cache() {
   fi
 }
 
+# TinyGo's strings.IndexByte and bytes.IndexByte look at one byte per step;
+# the project's look at eight (scripts/tinygo/bytealg, whose tests run with
+# the Go tests). Put in place on every run, so an installed TinyGo gets it
+# too; build-functions.sh rebuilds modules when the file changes.
+patch_bytealg() {
+  local dir="$ROOT/src/internal/bytealg" ours
+  ours="$(cd "$(dirname "$0")" && pwd)/tinygo/bytealg/indexbyte.go"
+  if ! cmp -s "$ours" "$dir/dg_indexbyte.go"; then
+    sed -i -e 's/^func IndexByte(b \[\]byte, c byte) int {/func indexByteTinyGo(b []byte, c byte) int {/' \
+      -e 's/^func IndexByteString(s string, c byte) int {/func indexByteStringTinyGo(s string, c byte) int {/' "$dir/bytealg.go"
+    cp "$ours" "$dir/dg_indexbyte.go"
+  fi
+}
+
 apt_install llvm-19-dev libclang-19-dev clang-19 lld-19 libclang-rt-19-dev-wasm32 wasi-libc binaryen
 
 if [ -x "$BIN" ] && "$BIN" version >/dev/null 2>&1; then
   seed_cache
+  patch_bytealg
   echo "$BIN"
   exit 0
 fi
@@ -47,4 +62,5 @@ mkdir -p "$tmp/src/net"   # a submodule that the module zip does not carry
 rm -rf "$ROOT"
 mv "$tmp" "$ROOT"
 seed_cache
+patch_bytealg
 echo "$BIN"

@@ -41,6 +41,11 @@ func (h redactingHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h redactingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if h.clean(r) {
+		// Nothing to take out (every access line): the record goes on
+		// as it is, without a copy.
+		return h.next.Handle(ctx, r)
+	}
 	out := slog.NewRecord(r.Time, r.Level, h.scrub(r.Message), r.PC)
 	r.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(h.attr(a))
@@ -59,6 +64,39 @@ func (h redactingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h redactingHandler) WithGroup(name string) slog.Handler {
 	return redactingHandler{next: h.next.WithGroup(name), secrets: h.secrets}
+}
+
+// clean reports whether r holds none of the secrets: its message, and
+// every attribute's key and value as attr would see them. An attribute of
+// another kind than string or number (a group, an error, a LogValuer) is
+// not inspected here: attr does that on the copy.
+func (h redactingHandler) clean(r slog.Record) bool {
+	if h.holds(r.Message) {
+		return false
+	}
+	ok := true
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Value.Kind() {
+		case slog.KindString:
+			ok = !h.holds(a.Key) && !h.holds(a.Value.String())
+		case slog.KindInt64, slog.KindUint64, slog.KindFloat64, slog.KindBool, slog.KindDuration, slog.KindTime:
+			ok = !h.holds(a.Key)
+		default:
+			ok = false
+		}
+		return ok
+	})
+	return ok
+}
+
+// holds reports whether s contains one of the secrets.
+func (h redactingHandler) holds(s string) bool {
+	for _, secret := range h.secrets {
+		if strings.Contains(s, secret) {
+			return true
+		}
+	}
+	return false
 }
 
 func (h redactingHandler) scrub(s string) string {

@@ -32,3 +32,25 @@ func TestLogsNeverCarryTheHostsSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A record whose only secret is in one place, a string attribute's value
+// or key late in the record, or a number's key, is caught as well as one
+// with secrets everywhere; and a record without any is written whole.
+func TestLogsWithOneSecretAnywhereAreScrubbed(t *testing.T) {
+	for name, c := range map[string]struct {
+		args []any
+		want string
+	}{
+		"last string value": {[]any{"a", "x", "n", 2, "b", "key sk-upstream-1"}, `"b":"key [REDACTED]"`},
+		"string key":        {[]any{"a", "x", "sk-upstream-1", "y"}, `"[REDACTED]":"y"`},
+		"number key":        {[]any{"a", "x", "sk-upstream-1", 7}, `"[REDACTED]":7`},
+		"none":              {[]any{"a", "x", "n", 2, "d", 1.5, "ok", true}, `"a":"x","n":2,"d":1.5,"ok":true`},
+	} {
+		var buf bytes.Buffer
+		log := redactLog(slog.New(slog.NewJSONHandler(&buf, nil)), "sk-upstream-1")
+		log.Info("request", c.args...)
+		if out := buf.String(); strings.Contains(out, "sk-upstream-1") || !strings.Contains(out, c.want) {
+			t.Errorf("%s: %s, want %s and no secret", name, out, c.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package interrupt
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"testing"
@@ -40,6 +41,9 @@ func BenchmarkGuestCall(b *testing.B) {
 	}{
 		// A tight arithmetic loop: the worst case for a per-iteration check.
 		{"spin", "testguests/testguest.wasm", abi.Request{Path: "/spin", Query: "n=100000"}},
+		// A byte search: the loop a JSON parser runs over a string's bytes
+		// (fastjson's strings.IndexByte), 4 KiB of text 16 times.
+		{"scan", "testguests/testguest.wasm", abi.Request{Path: "/scan", Query: "n=16", Body: bytes.Repeat([]byte("a question "), 4096/11)}},
 		// A real route: settings, JSON writing.
 		{"config", "functions/config.wasm", benchConfigRequest()},
 	} {

@@ -553,3 +553,25 @@ func TestModuleDigestsAreTheHostsSHA256(t *testing.T) {
 		}
 	}
 }
+
+// The byte search the project puts into TinyGo (scripts/tinygo/bytealg,
+// tested natively there) finds the first byte wherever it is once compiled
+// to wasm: at every position of bodies of every length up to 40, with the
+// byte a second time after it.
+func TestGuestByteSearchFindsTheFirst(t *testing.T) {
+	f, _ := newTestFunction(t, 1)
+	ctx := context.Background()
+	for n := 1; n <= 40; n++ {
+		for at := range n {
+			body := bytes.Repeat([]byte{0x01}, n)
+			body[at] = 0
+			if at+9 < n {
+				body[at+9] = 0
+			}
+			resp, err := f.Handle(ctx, &abi.Request{Path: "/scan", Query: "n=1", Body: body})
+			if err != nil || resp.Status != 200 || string(resp.Body) != strconv.Itoa(at) {
+				t.Fatalf("length %d, byte at %d: %d %q %v", n, at, resp.Status, resp.Body, err)
+			}
+		}
+	}
+}

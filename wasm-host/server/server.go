@@ -159,20 +159,22 @@ func (s *Server) logAnswer(r *http.Request, rid string, route *routes.Route, res
 	if route != nil {
 		fn = route.Function
 	}
-	attrs := []slog.Attr{
-		slog.String("request_id", rid), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+	// The record is built here rather than by Logger.LogAttrs, which would
+	// walk the stack for a source position that the handlers never print
+	// (runtime.Callers: a tenth of the access log's CPU, perf).
+	rec := slog.NewRecord(time.Now(), level, "request", 0)
+	rec.AddAttrs(slog.String("request_id", rid), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 		slog.String("function", fn), slog.Int("status", resp.Status),
-		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
-	}
+		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000))
 	code := resp.Headers.Get(policy.HErrorCode)
 	if level > slog.LevelInfo {
-		attrs = append(attrs, slog.String("code", code), slog.String("cause", cause))
+		rec.AddAttrs(slog.String("code", code), slog.String("cause", cause))
 	} else if code != "" {
 		// A refusal (4xx) names its error code, so the log tells a 429 of
 		// the account's window from one of the address's sign-in limit.
-		attrs = append(attrs, slog.String("code", code))
+		rec.AddAttrs(slog.String("code", code))
 	}
-	s.Log.LogAttrs(ctx, level, "request", attrs...)
+	_ = s.Log.Handler().Handle(ctx, rec)
 }
 
 // serve returns the response for r, or Status 0 when no route matches and a

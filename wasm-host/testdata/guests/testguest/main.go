@@ -149,6 +149,16 @@ func handle(env *platform.Env, req *abi.Request) abi.Response {
 			sum += i ^ (sum >> 3)
 		}
 		return abi.Response{Status: 200, Body: []byte(strconv.FormatUint(sum, 10))}
+	case "/scan":
+		// Looks n times for a byte the body does not hold: a byte loop as
+		// tight as a JSON parser's search for a string's closing quote
+		// (TinyGo's strings.IndexByte is such a loop).
+		n, _ := strconv.Atoi(query(req, "n"))
+		body, found := string(req.Body), 0
+		for range n {
+			found += strings.IndexByte(body, 0)
+		}
+		return abi.Response{Status: 200, Body: []byte(strconv.Itoa(found))}
 	case "/time":
 		return abi.Response{Status: 200, Body: []byte(time.Now().UTC().Format(time.RFC3339))}
 	}
