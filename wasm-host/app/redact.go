@@ -78,12 +78,12 @@ func (h redactingHandler) clean(r slog.Record) bool {
 	r.Attrs(func(a slog.Attr) bool {
 		switch a.Value.Kind() {
 		case slog.KindString:
-			ok = !h.holds(a.Key) && !h.holds(a.Value.String())
+			ok = !h.holds(a.Value.String())
 		case slog.KindInt64, slog.KindUint64, slog.KindFloat64, slog.KindBool, slog.KindDuration, slog.KindTime:
-			ok = !h.holds(a.Key)
 		default:
 			ok = false
 		}
+		ok = ok && !h.holds(a.Key)
 		return ok
 	})
 	return ok
@@ -99,11 +99,11 @@ func (h redactingHandler) holds(s string) bool {
 	return false
 }
 
+// scrub replaces every secret in s (strings.ReplaceAll returns s itself
+// when the secret is not there).
 func (h redactingHandler) scrub(s string) string {
 	for _, secret := range h.secrets {
-		if strings.Contains(s, secret) {
-			s = strings.ReplaceAll(s, secret, redacted)
-		}
+		s = strings.ReplaceAll(s, secret, redacted)
 	}
 	return s
 }

@@ -150,9 +150,10 @@ func handle(env *platform.Env, req *abi.Request) abi.Response {
 		}
 		return abi.Response{Status: 200, Body: []byte(strconv.FormatUint(sum, 10))}
 	case "/scan":
-		// Looks n times for a byte the body does not hold: a byte loop as
-		// tight as a JSON parser's search for a string's closing quote
-		// (TinyGo's strings.IndexByte is such a loop).
+		// Looks n times for the first zero byte of the body and answers
+		// the sum of where it was (-1 each time when there is none): the
+		// byte loop of a JSON parser's search for a string's closing quote
+		// (strings.IndexByte; the project's in TinyGo, scripts/tinygo).
 		n, _ := strconv.Atoi(query(req, "n"))
 		body, found := string(req.Body), 0
 		for range n {
