@@ -6,14 +6,11 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
 	"decisiongateway/shared/ledgerq"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -91,7 +88,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	engc := make(chan *runtime.Engine, 1)
 	first := make(chan firstModule, 1)
 	go func() {
-		m := hashModule(cfg.FunctionsDir, names[0])
+		m := hashModule(cfg.CacheDir, cfg.FunctionsDir, names[0])
 		var f *Function
 		if eng := <-engc; eng != nil && m.err == nil {
 			f = a.loader(names[0], m.path, m.sum)
@@ -123,7 +120,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 			fm := <-first
 			m, f = fm.moduleFile, fm.fn
 		} else {
-			m = hashModule(cfg.FunctionsDir, name)
+			m = hashModule(cfg.CacheDir, cfg.FunctionsDir, name)
 		}
 		if m.err != nil {
 			log.Warn("function module missing; its routes answer 503", "function", name, "path", m.path)
@@ -336,26 +333,15 @@ type firstModule struct {
 	fn *Function
 }
 
-// hashModule hashes a function's module through a small buffer without
-// keeping its bytes: loading it reads the file again only when the cache
-// has no instrumented form for this hash (runtime.Engine.CompileFile). On
-// a start, reading every module into fresh memory (page faults, about
-// 1.4 MB for seven) cost as much as hashing it, on the processors the
-// decision module's compile needed (wasm-host/loadbench/MEASUREMENTS.md).
-func hashModule(dir, name string) moduleFile {
+// hashModule hashes a function's module without keeping its bytes:
+// loading it reads the file again only when the cache has no instrumented
+// form for this hash (runtime.Engine.CompileFile). On a start, reading
+// every module into fresh memory (page faults, about 1.4 MB for seven)
+// cost as much as hashing it, on the processors the decision module's
+// compile needed (wasm-host/loadbench/MEASUREMENTS.md); a module unchanged
+// since the last start is not read at all (runtime.SumFile).
+func hashModule(cacheDir, dir, name string) moduleFile {
 	m := moduleFile{path: filepath.Join(dir, name+".wasm")}
-	f, err := os.Open(m.path)
-	if err != nil {
-		m.err = err
-		return m
-	}
-	defer f.Close()
-	h := sha256.New()
-	var buf [32 << 10]byte
-	if _, err := io.CopyBuffer(h, f, buf[:]); err != nil {
-		m.err = err
-		return m
-	}
-	h.Sum(m.sum[:0])
+	m.sum, m.err = runtime.SumFile(cacheDir, m.path)
 	return m
 }
