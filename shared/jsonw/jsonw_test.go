@@ -84,8 +84,8 @@ func bytewise(b []byte, s string, esc *escaping) []byte {
 }
 
 // Every byte value, alone or beside another, at every offset of strings
-// that span one to three words, and random text: both tables write what
-// the byte-at-a-time escaper writes.
+// of up to two sixteen-byte steps and a rest, and random text: both tables
+// write what the byte-at-a-time escaper writes.
 func TestWordAtATimeEscapesAsBytewise(t *testing.T) {
 	check := func(s string) {
 		t.Helper()
@@ -95,10 +95,10 @@ func TestWordAtATimeEscapesAsBytewise(t *testing.T) {
 			}
 		}
 	}
-	for n := 0; n <= 24; n++ {
+	for n := 0; n <= 34; n++ {
 		for pos := 0; pos < n; pos++ {
 			for c := 0; c < 256; c++ {
-				b := []byte(strings.Repeat("abcdefgh", 3)[:n])
+				b := []byte(strings.Repeat("abcdefgh", 5)[:n])
 				b[pos] = byte(c)
 				check(string(b))
 				if pos+1 < n {
@@ -111,7 +111,7 @@ func TestWordAtATimeEscapesAsBytewise(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	alphabet := []byte("ab \"\\<>&\x00\x1f\x7f\xc3\xa9\xe2\x82\xac\n\t")
 	for range 20000 {
-		b := make([]byte, r.IntN(40))
+		b := make([]byte, r.IntN(72))
 		for i := range b {
 			if r.IntN(4) == 0 {
 				b[i] = byte(r.IntN(256))

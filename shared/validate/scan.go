@@ -344,7 +344,12 @@ func shortString(b []byte, i int) int {
 func (s *scanner) str(b []byte, i int) (int, bool) {
 	escaped := false
 	for {
-		// Skip plain bytes, eight at a time while eight remain.
+		// Skip plain bytes, sixteen at a time while sixteen remain (in the
+		// guest every loop iteration also runs the host's deadline check,
+		// wasm-host/interrupt), then eight.
+		for i+16 <= len(b) && specialMask(binary.LittleEndian.Uint64(b[i:]))|specialMask(binary.LittleEndian.Uint64(b[i+8:])) == 0 {
+			i += 16
+		}
 		for {
 			if i+8 <= len(b) {
 				if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
