@@ -73,14 +73,14 @@
 // time of no check at all, against 8.5x with close-on-context-done; the
 // config route in 1.03–1.05x against 2.4–2.6x. That was an AMD EPYC. On an
 // Intel Xeon the same loop runs in 1.38–1.43x and a byte search (scan) in
-// 1.26–1.37x (close-on-context-done 8.5–10.7x): the budget lives in memory
-// (wazero keeps globals in the module's context), so every iteration loads,
-// decrements and stores it, and the next one waits for that store to be
-// forwarded, a chain of about five cycles that the EPYC hides. A 60 KB
-// decision spent about a tenth more CPU with the checks than without
-// (wasm-host/loadbench/MEASUREMENTS.md). Counting in a local of each
-// function with loops, published to the global around calls and at exits,
-// would take the chain off the loops; not done yet. Instrumenting the largest
+// 1.22–1.37x (close-on-context-done 8.5–10.7x), and a 60 KB decision spent
+// a tenth to a fifth more CPU with the checks than without
+// (wasm-host/loadbench/MEASUREMENTS.md). Two other forms of the check were
+// built and measured there, and both were slower: the count kept in a
+// local of each function that loops (handed to the global around calls and
+// at exits), which takes the global's load and store off the loop; and the
+// locals a function writes kept in scratch globals around the yield call,
+// so that none lives across it. Instrumenting the largest
 // route module (decide.wasm, 372 KB) takes 0.5–0.8 ms
 // (BenchmarkInstrument), little beside compiling it.
 //
