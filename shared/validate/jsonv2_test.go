@@ -88,7 +88,7 @@ func TestSeedsAgreeWithJsontext(t *testing.T) {
 // Strings of up to two sixteen-byte steps and a rest, with a byte that
 // ends the plain run (a quote, a backslash escape, a control byte, UTF-8
 // valid and not) at every offset: the word-at-a-time skipping in str
-// agrees with jsontext, and with one byte-at-a-time reading of the escape.
+// agrees with jsontext.
 func TestStringsAgreeWithJsontextAtEveryOffset(t *testing.T) {
 	var v Validator
 	for _, ins := range []string{`"`, `\n`, `\u00e9`, `\x`, "\x00", "\x1f", "\x7f", "é", "\xc3", "\xff", "€"} {

@@ -84,9 +84,8 @@
 // the loop, wazero's allocator keeps every value live across it on the
 // stack for the whole loop (its own context pointers too), reloading and
 // storing them each iteration; where the count lives changes nothing.
-// Instrumenting the largest
-// route module (decide.wasm, 372 KB) takes 0.5–0.8 ms
-// (BenchmarkInstrument), little beside compiling it.
+// Instrumenting the largest route module (decide.wasm, 372 KB) takes
+// 0.5–0.8 ms (BenchmarkInstrument), little beside compiling it.
 //
 // What the budget does not cover:
 //   - A guest blocked in a host call (an import, WASI's poll_oneoff) runs no

@@ -264,17 +264,7 @@ func (e *Engine) instrument(source func() ([]byte, error), sum [32]byte) (out []
 	if out, err = interrupt.Instrument(wasm); err != nil || e.cacheDir == "" {
 		return out, false, err
 	}
-	// Best effort: a start that cannot write the cache instruments again
-	// next time. Renamed into place, so a reader never sees half a file.
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-		if f, err := os.CreateTemp(filepath.Dir(path), "tmp-*"); err == nil {
-			_, werr := f.Write(out)
-			if cerr := f.Close(); werr == nil && cerr == nil {
-				_ = os.Rename(f.Name(), path)
-			}
-			_ = os.Remove(f.Name())
-		}
-	}
+	putCacheFile(path, out)
 	return out, false, nil
 }
 

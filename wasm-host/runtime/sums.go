@@ -96,19 +96,27 @@ func readSum(memo, id string) (sum [32]byte, ok bool) {
 	return sum, true
 }
 
-// writeSum is best effort, renamed into place so a reader never sees half
-// a line: a start that cannot write it hashes again next time.
+// writeSum is best effort: a start that cannot write it hashes again
+// next time.
 func writeSum(memo, id string, sum [32]byte) {
-	if err := os.MkdirAll(filepath.Dir(memo), 0o755); err != nil {
+	putCacheFile(memo, fmt.Appendf(nil, "%s %x\n", id, sum))
+}
+
+// putCacheFile writes b to path in the cache, best effort (a start that
+// cannot write the cache does the work again next time), renamed into
+// place so that a reader never sees half a file.
+func putCacheFile(path string, b []byte) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return
 	}
-	f, err := os.CreateTemp(filepath.Dir(memo), "tmp-*")
+	f, err := os.CreateTemp(dir, "tmp-*")
 	if err != nil {
 		return
 	}
-	_, werr := fmt.Fprintf(f, "%s %x\n", id, sum)
+	_, werr := f.Write(b)
 	if cerr := f.Close(); werr == nil && cerr == nil {
-		_ = os.Rename(f.Name(), memo)
+		_ = os.Rename(f.Name(), path)
 	}
 	_ = os.Remove(f.Name())
 }
