@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -112,6 +113,24 @@ func TestServeRefusesMisconfiguration(t *testing.T) {
 		if ok || !strings.Contains(out, c.want) {
 			t.Errorf("%v: ok=%v, want %q in\n%s", c.env, ok, c.want, out)
 		}
+	}
+}
+
+// A host whose address is taken stops at once with an error that names
+// SERVICE_ADDR, rather than starting without a listener or retrying.
+func TestServeStopsWhenItsAddressIsTaken(t *testing.T) {
+	dir := t.TempDir()
+	if out, ok := gateway(t, dir, nil, "admin", "migrate"); !ok {
+		t.Fatalf("admin migrate:\n%s", out)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	out, ok := gateway(t, dir, []string{"SERVICE_ADDR=" + taken.Addr().String()}, "serve")
+	if ok || !strings.Contains(out, "SERVICE_ADDR") || !strings.Contains(out, "address already in use") {
+		t.Errorf("serve on a taken address: ok=%v, want an error naming SERVICE_ADDR in\n%s", ok, out)
 	}
 }
 
