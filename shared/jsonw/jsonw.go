@@ -120,12 +120,17 @@ func appendEscaped(b []byte, s string, e *escaping) []byte {
 				uint64(s[i+3])<<24 | uint64(s[i+2])<<16 | uint64(s[i+1])<<8 | uint64(s[i])
 			v := uint64(s[i+15])<<56 | uint64(s[i+14])<<48 | uint64(s[i+13])<<40 | uint64(s[i+12])<<32 |
 				uint64(s[i+11])<<24 | uint64(s[i+10])<<16 | uint64(s[i+9])<<8 | uint64(s[i+8])
-			if specials(w, e.html)|specials(v, e.html) == 0 {
+			// The first byte to escape is taken from the words at hand,
+			// not looked for again eight at a time.
+			if m := specials(w, e.html); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+			} else if m := specials(v, e.html); m != 0 {
+				i += 8 + bits.TrailingZeros64(m)>>3
+			} else {
 				i += 16
 				continue
 			}
-		}
-		if i+8 <= len(s) {
+		} else if i+8 <= len(s) {
 			m := specials(load64(s, i), e.html)
 			if m == 0 {
 				i += 8

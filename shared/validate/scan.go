@@ -346,21 +346,29 @@ func (s *scanner) str(b []byte, i int) (int, bool) {
 	for {
 		// Skip plain bytes, sixteen at a time while sixteen remain (in the
 		// guest every loop iteration also runs the host's deadline check,
-		// wasm-host/interrupt), then eight.
-		for i+16 <= len(b) && specialMask(binary.LittleEndian.Uint64(b[i:]))|specialMask(binary.LittleEndian.Uint64(b[i+8:])) == 0 {
-			i += 16
-		}
+		// wasm-host/interrupt), then eight, then one; the stop is taken
+		// from the word that found it, not looked for again.
 		for {
-			if i+8 <= len(b) {
+			if i+16 <= len(b) {
 				if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
 					i += bits.TrailingZeros64(m) >> 3
-					break
+				} else if m := specialMask(binary.LittleEndian.Uint64(b[i+8:])); m != 0 {
+					i += 8 + bits.TrailingZeros64(m)>>3
+				} else {
+					i += 16
+					continue
 				}
-				i += 8
-				continue
-			}
-			for i < len(b) && plain[b[i]] {
-				i++
+			} else if i+8 <= len(b) {
+				if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+					i += bits.TrailingZeros64(m) >> 3
+				} else {
+					i += 8
+					continue
+				}
+			} else {
+				for i < len(b) && plain[b[i]] {
+					i++
+				}
 			}
 			break
 		}
