@@ -41,11 +41,24 @@ patch_bytealg() {
   fi
 }
 
+# TinyGo's append builtin, at the -opt=s the modules are built with, is a
+# call at every append; the project's (scripts/tinygo/runtime/append.go) is
+# always inlined. Put in place like the byte search.
+patch_append() {
+  local dir="$ROOT/src/runtime" ours
+  ours="$(cd "$(dirname "$0")" && pwd)/tinygo/runtime/append.go"
+  if ! cmp -s "$ours" "$dir/dg_append.go"; then
+    sed -i -e 's/^func sliceAppend(/func sliceAppendTinyGo(/' "$dir/slice.go"
+    cp "$ours" "$dir/dg_append.go"
+  fi
+}
+
 apt_install llvm-19-dev libclang-19-dev clang-19 lld-19 libclang-rt-19-dev-wasm32 wasi-libc binaryen
 
 if [ -x "$BIN" ] && "$BIN" version >/dev/null 2>&1; then
   seed_cache
   patch_bytealg
+  patch_append
   echo "$BIN"
   exit 0
 fi
@@ -63,4 +76,5 @@ rm -rf "$ROOT"
 mv "$tmp" "$ROOT"
 seed_cache
 patch_bytealg
+patch_append
 echo "$BIN"

@@ -14,10 +14,14 @@ var errUnknownCall = errors.New("abi: unknown call kind")
 // writer appends wire fields to a byte slice.
 type writer struct{ b []byte }
 
-func (w *writer) u8(v uint8)   { w.b = append(w.b, v) }
+func (w *writer) u8(v uint8) { w.b = append(w.b, v) }
+
+//go:inline
 func (w *writer) u32(v uint32) { w.b = binary.LittleEndian.AppendUint32(w.b, v) }
 func (w *writer) u64(v uint64) { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
 func (w *writer) str(s string) { w.u32(uint32(len(s))); w.b = append(w.b, s...) }
+
+//go:inline
 func (w *writer) bytes(p []byte) {
 	w.u32(uint32(len(p)))
 	w.b = append(w.b, p...)
@@ -37,6 +41,7 @@ type reader struct {
 	err error
 }
 
+//go:inline
 func (r *reader) take(n int) []byte {
 	if r.err != nil {
 		return nil
@@ -49,6 +54,8 @@ func (r *reader) take(n int) []byte {
 	r.b = r.b[n:]
 	return p
 }
+
+//go:inline
 func (r *reader) u8() uint8 {
 	p := r.take(1)
 	if p == nil {
@@ -63,6 +70,8 @@ func (r *reader) u32() uint32 {
 	}
 	return binary.LittleEndian.Uint32(p)
 }
+
+//go:inline
 func (r *reader) u64() uint64 {
 	p := r.take(8)
 	if p == nil {

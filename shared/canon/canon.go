@@ -188,4 +188,6 @@ func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 // appendString appends s as a canonical JSON string: only what JSON
 // requires is escaped, with the short escapes where JSON has them
 // (jsonw's minimal escaping, the project's one escaper).
+//
+//go:inline
 func appendString(dst []byte, s string) []byte { return jsonw.AppendMinimal(dst, s) }

@@ -15,6 +15,7 @@ type Writer struct {
 	comma bool
 }
 
+//go:inline
 func (w *Writer) sep() {
 	if w.comma {
 		w.B = append(w.B, ',')
@@ -37,6 +38,8 @@ func (w *Writer) Key(k string) {
 }
 
 // String writes a string value.
+//
+//go:inline
 func (w *Writer) String(s string) { w.sep(); w.B = AppendString(w.B, s) }
 
 // Int writes an integer value.
@@ -49,6 +52,8 @@ func (w *Writer) Bool(v bool) { w.sep(); w.B = strconv.AppendBool(w.B, v) }
 func (w *Writer) Null() { w.sep(); w.B = append(w.B, "null"...) }
 
 // Raw writes already-valid JSON text as a value.
+//
+//go:inline
 func (w *Writer) Raw(j []byte) { w.sep(); w.B = append(w.B, j...) }
 
 // Field shorthands: key plus value.
@@ -167,6 +172,8 @@ const (
 // a byte above a true hit, never below one, so the lowest flag is exact.
 // Bytes from 0x80 up (UTF-8) are never flagged. No loop: in the guest each
 // loop iteration costs a deadline check.
+//
+//go:inline
 func specials(w uint64, html bool) uint64 {
 	m := (w-ones*0x20)&^w | zeroIn(w^(ones*'"')) | zeroIn(w^(ones*'\\'))
 	if html {
@@ -175,9 +182,12 @@ func specials(w uint64, html bool) uint64 {
 	return m & highs
 }
 
+//go:inline
 func zeroIn(x uint64) uint64 { return (x - ones) &^ x }
 
 // load64 reads s[i:i+8] little-endian (one load on both compilers).
+//
+//go:inline
 func load64(s string, i int) uint64 {
 	_ = s[i+7]
 	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |

@@ -154,6 +154,7 @@ func questionIndex(qs []questionView, name string) int {
 	return -1
 }
 
+//go:inline
 func skipWS(s []byte, i int) int {
 	for i < len(s) && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t') {
 		i++

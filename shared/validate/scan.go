@@ -70,10 +70,13 @@ type scanError struct {
 // recursion limit (300), the largest limit any caller asks for.
 const maxScanDepth = 320
 
+//go:inline
 func jsonSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
 // skipSpace returns the offset of the first non-whitespace byte at or after
 // i. Compact JSON has none, so the first test settles the common case.
+//
+//go:inline
 func skipSpace(b []byte, i int) int {
 	if i < len(b) && b[i] > ' ' {
 		return i
