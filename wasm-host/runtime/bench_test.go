@@ -84,32 +84,36 @@ func BenchmarkInstantiate(b *testing.B) {
 	}
 }
 
-// BenchmarkCompile measures compiling config.wasm in a fresh engine with an
+// BenchmarkCompile measures compiling a module in a fresh engine with an
 // empty cache directory (cold) and with one an earlier start filled (warm),
-// which is what a host restart costs.
+// which is what a host restart costs: config.wasm, and decide.wasm, whose
+// warm compile is most of the gateway's cold start (wazero validates and
+// hashes the whole module before its cache answers).
 func BenchmarkCompile(b *testing.B) {
-	wasm := testenv.Wasm(b, "functions/config.wasm")
 	ctx := context.Background()
-	compile := func(b *testing.B, dir string) {
-		e, err := NewEngine(ctx, Options{CacheDir: dir}, (&fakeServices{}).services())
-		if err != nil {
-			b.Fatal(err)
+	for _, name := range []string{"config", "decide"} {
+		wasm := testenv.Wasm(b, "functions/"+name+".wasm")
+		compile := func(b *testing.B, dir string) {
+			e, err := NewEngine(ctx, Options{CacheDir: dir}, (&fakeServices{}).services())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := e.Compile(ctx, name, wasm); err != nil {
+				b.Fatal(err)
+			}
+			e.Close(ctx)
 		}
-		if _, err := e.Compile(ctx, "config", wasm); err != nil {
-			b.Fatal(err)
-		}
-		e.Close(ctx)
-	}
-	b.Run("cold-cache", func(b *testing.B) {
-		for b.Loop() {
-			compile(b, b.TempDir())
-		}
-	})
-	b.Run("warm-cache", func(b *testing.B) {
-		dir := b.TempDir()
-		compile(b, dir)
-		for b.Loop() {
+		b.Run(name+"/cold-cache", func(b *testing.B) {
+			for b.Loop() {
+				compile(b, b.TempDir())
+			}
+		})
+		b.Run(name+"/warm-cache", func(b *testing.B) {
+			dir := b.TempDir()
 			compile(b, dir)
-		}
-	})
+			for b.Loop() {
+				compile(b, dir)
+			}
+		})
+	}
 }
