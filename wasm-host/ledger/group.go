@@ -25,11 +25,20 @@ import (
 func (e *Executor) write() {
 	defer close(e.stopped)
 	defer e.closeConn()
-	e.warm()
+	warming := e.warmable()
 	var flying []*flight
 	for {
 		var first *job
-		if len(flying) == 0 {
+		if len(flying) == 0 && len(warming) > 0 {
+			select {
+			case first = <-e.queue:
+			case <-e.closing:
+				return
+			default:
+				warming = e.warm(warming)
+				continue
+			}
+		} else if len(flying) == 0 {
 			select {
 			case first = <-e.queue:
 			case <-e.closing:
@@ -185,29 +194,43 @@ func (e *Executor) answer(f *flight) attempt {
 	return e.interpret(f.run, f.plan, res, err)
 }
 
-// warm compiles Options.Prepare into the statement cache before the
-// writer takes its first batch.
-func (e *Executor) warm() {
+// warmable is what the writer compiles into its statement cache while no
+// batch waits (Options.Prepare, and BEGIN and COMMIT): none on a remote
+// ledger or without a cache.
+func (e *Executor) warmable() []string {
 	if e.remote || e.stmtCache == 0 || len(e.prepare) == 0 {
-		return
+		return nil
 	}
+	return append([]string{"BEGIN IMMEDIATE", "COMMIT"}, e.prepare...)
+}
+
+// warm compiles the first of texts and returns the rest, or nothing when
+// the cache is full or the connection does not open (the first batch opens
+// it again and reports why not). One statement at a time, between batches:
+// on a cold start the host's first reads (the schema's migrations, the
+// releases) no longer wait for the whole decision path to compile, about a
+// millisecond, and the warm-up still ends long before the decision module
+// has compiled and the first decision arrives.
+func (e *Executor) warm(texts []string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), txTimeout)
 	defer cancel()
 	conn, err := e.writerConn(ctx)
 	if err != nil {
-		return // the first batch opens the connection again and reports why not
+		return nil
 	}
+	full := false
 	_ = conn.Raw(func(dc any) error {
 		s := e.session(ctx, dc.(driver.Conn))
-		for _, sql := range append([]string{"BEGIN IMMEDIATE", "COMMIT"}, e.prepare...) {
-			if s.cache == nil || s.cache.len() >= s.cache.limit {
-				break
-			}
-			_, _ = s.prepared(sql)
+		if full = s.cache == nil || s.cache.len() >= s.cache.limit; !full {
+			_, _ = s.prepared(texts[0])
 		}
 		return nil
 	})
 	e.connIdle = time.Now()
+	if full {
+		return nil
+	}
+	return texts[1:]
 }
 
 // gather takes first and up to maxGroup-1 more batches that are already

@@ -36,9 +36,16 @@ func TestPrepareAtOpenCompilesTheDecisionPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
-			// The first batch runs after the writer's warm-up, so it sees
-			// every statement the warm-up compiled.
+			// The writer compiles the texts between batches; once it has
+			// compiled them all (BEGIN, COMMIT and every text), a decision
+			// finds each in its cache.
 			run(t, e, stmt(`SELECT 1`))
+			for deadline := time.Now().Add(10 * time.Second); c.prepare != nil && e.Stats().Prepared < int64(len(texts)+3); {
+				if time.Now().After(deadline) {
+					t.Fatalf("the warm-up compiled %d statements in 10 s, want %d: a decision text no longer compiles", e.Stats().Prepared, len(texts)+3)
+				}
+				time.Sleep(time.Millisecond)
+			}
 			warm := e.Stats()
 			decide(t, e.Bind(context.Background()), "req-"+c.name)
 			fresh := e.Stats().Sub(warm).Prepared
