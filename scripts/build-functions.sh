@@ -15,8 +15,8 @@ TINYGO="$(bash scripts/install-tinygo.sh)"
 # -opt=s: every start validates and hashes the whole decision module before
 # wazero's cache can answer, so its size is the cold start's largest part.
 # Built for size it has 216 KB of code instead of 286 KB and compiles from
-# the cache in 10.8-13.1 ms instead of 14.0-19.0 ms (three alternations on
-# the 2-core Xeon), for 10-12% more time in the guests' code on a medium
+# the cache in 9.4-10.3 ms instead of 12.8-14.6 ms (BenchmarkCompile/decide,
+# three alternations on the 2-core Xeon), for 10-12% more time in the guests' code on a medium
 # decision, about 4% of the host's CPU; the append builtin TinyGo then left
 # out of line is put back in line (scripts/tinygo/runtime), and the guests'
 # small helpers in hot loops say //go:inline (MEASUREMENTS.md, stop 45).

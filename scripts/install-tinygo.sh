@@ -27,38 +27,38 @@ seed_cache() {
   fi
 }
 
-# TinyGo's strings.IndexByte and bytes.IndexByte look at one byte per step;
-# the project's look at eight (scripts/tinygo/bytealg, whose tests run with
-# the Go tests). Put in place on every run, so an installed TinyGo gets it
-# too; build-functions.sh rebuilds modules when the file changes.
-patch_bytealg() {
-  local dir="$ROOT/src/internal/bytealg" ours
-  ours="$(cd "$(dirname "$0")" && pwd)/tinygo/bytealg/indexbyte.go"
-  if ! cmp -s "$ours" "$dir/dg_indexbyte.go"; then
-    sed -i -e 's/^func IndexByte(b \[\]byte, c byte) int {/func indexByteTinyGo(b []byte, c byte) int {/' \
-      -e 's/^func IndexByteString(s string, c byte) int {/func indexByteStringTinyGo(s string, c byte) int {/' "$dir/bytealg.go"
-    cp "$ours" "$dir/dg_indexbyte.go"
+# put_in puts one of the project's files (under scripts/tinygo) into TinyGo's
+# sources as dg_<name>, after the sed expressions that follow rename TinyGo's
+# own definitions in the file beside it out of the way. Run on every call, so
+# an installed TinyGo gets it too; build-functions.sh rebuilds modules when
+# one of these files changes.
+put_in() { # ours dir tinygo-file sed-expression...
+  local ours dir=$ROOT/src/$2 file=$3
+  ours="$(cd "$(dirname "$0")" && pwd)/tinygo/$1"
+  local dest="$dir/dg_$(basename "$1")"
+  shift 3
+  if ! cmp -s "$ours" "$dest"; then
+    sed -i "$@" "$dir/$file"
+    cp "$ours" "$dest"
   fi
 }
 
-# TinyGo's append builtin, at the -opt=s the modules are built with, is a
-# call at every append; the project's (scripts/tinygo/runtime/append.go) is
-# always inlined. Put in place like the byte search.
-patch_append() {
-  local dir="$ROOT/src/runtime" ours
-  ours="$(cd "$(dirname "$0")" && pwd)/tinygo/runtime/append.go"
-  if ! cmp -s "$ours" "$dir/dg_append.go"; then
-    sed -i -e 's/^func sliceAppend(/func sliceAppendTinyGo(/' "$dir/slice.go"
-    cp "$ours" "$dir/dg_append.go"
-  fi
+patch_tinygo() {
+  # TinyGo's strings.IndexByte and bytes.IndexByte look at one byte per
+  # step; the project's look at eight (tested with the Go tests).
+  put_in bytealg/indexbyte.go internal/bytealg bytealg.go \
+    -e 's/^func IndexByte(b \[\]byte, c byte) int {/func indexByteTinyGo(b []byte, c byte) int {/' \
+    -e 's/^func IndexByteString(s string, c byte) int {/func indexByteStringTinyGo(s string, c byte) int {/'
+  # TinyGo's append builtin is a call at every append at the -opt=s the
+  # modules are built with; the project's is always inlined.
+  put_in runtime/append.go runtime slice.go -e 's/^func sliceAppend(/func sliceAppendTinyGo(/'
 }
 
 apt_install llvm-19-dev libclang-19-dev clang-19 lld-19 libclang-rt-19-dev-wasm32 wasi-libc binaryen
 
 if [ -x "$BIN" ] && "$BIN" version >/dev/null 2>&1; then
   seed_cache
-  patch_bytealg
-  patch_append
+  patch_tinygo
   echo "$BIN"
   exit 0
 fi
@@ -75,6 +75,5 @@ mkdir -p "$tmp/src/net"   # a submodule that the module zip does not carry
 rm -rf "$ROOT"
 mv "$tmp" "$ROOT"
 seed_cache
-patch_bytealg
-patch_append
+patch_tinygo
 echo "$BIN"

@@ -29,15 +29,9 @@ func (e *Executor) write() {
 	var flying []*flight
 	for {
 		var first *job
-		if len(flying) == 0 && len(warming) > 0 {
-			select {
-			case first = <-e.queue:
-			case <-e.closing:
-				return
-			default:
-				warming = e.warm(warming)
-				continue
-			}
+		if len(flying) == 0 && len(warming) > 0 && len(e.queue) == 0 {
+			warming = e.warm(warming)
+			continue
 		} else if len(flying) == 0 {
 			select {
 			case first = <-e.queue:
