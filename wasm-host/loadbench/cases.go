@@ -168,6 +168,9 @@ func (b *bench) runCase(c benchCase, gw *process, keys []string) {
 			m.url = "http://" + s.p.addr
 			r, rss, cpu, sqldCPU, led := measure(s.p, m)
 			sum := summarise(r)
+			if b.verbose && c.latency > 0 {
+				fmt.Fprintf(b.out, "  %s %s by second of start: %s\n", c.name, s.name, bySecond(r))
+			}
 			if s.name == "proxy" {
 				rr.proxy, rr.proxyRSS, rr.proxyCPU = sum, rss, perAnswer(cpu, sum.ok)
 			} else {

@@ -184,3 +184,20 @@ func TestColdStartRunsEnoughRounds(t *testing.T) {
 		}
 	}
 }
+
+// With -v, the 1 s upstream case prints each side's p50 by the second of
+// the run its requests started in, the 2xx answers only: how a herd that
+// started together spreads, or stays in step.
+func TestBySecondIsTheP50OfEachSecondsStarts(t *testing.T) {
+	r := run{samples: []sample{
+		{at: 0, lat: 1200 * time.Millisecond, status: 200},
+		{at: 10 * time.Millisecond, lat: 1100 * time.Millisecond, status: 200},
+		{at: 20 * time.Millisecond, lat: 1300 * time.Millisecond, status: 200},
+		{at: 30 * time.Millisecond, lat: 5 * time.Millisecond, status: 503},
+		{at: 2100 * time.Millisecond, lat: 1004 * time.Millisecond, status: 200},
+		{at: 2200 * time.Millisecond, lat: 900 * time.Millisecond, cut: true},
+	}}
+	if got, want := bySecond(r), "1200ms×3 - 1004ms×1"; got != want {
+		t.Fatalf("bySecond = %q, want %q", got, want)
+	}
+}

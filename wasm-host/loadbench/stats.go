@@ -212,3 +212,30 @@ func verdict(target string, pass bool) string {
 	}
 	return fmt.Sprintf(" [%s FAIL]", target)
 }
+
+// bySecond is the p50 of the answered requests by the second of the run
+// they started in, with their count: how a herd of clients that started
+// together spreads over the run.
+func bySecond(r run) string {
+	var secs [][]time.Duration
+	for _, x := range r.samples {
+		if x.cut || x.status/100 != 2 {
+			continue
+		}
+		i := int(x.at / time.Second)
+		for len(secs) <= i {
+			secs = append(secs, nil)
+		}
+		secs[i] = append(secs[i], x.lat)
+	}
+	var parts []string
+	for _, d := range secs {
+		if len(d) == 0 {
+			parts = append(parts, "-")
+			continue
+		}
+		slices.Sort(d)
+		parts = append(parts, fmt.Sprintf("%s×%d", fmtDur(d[len(d)/2]), len(d)))
+	}
+	return strings.Join(parts, " ")
+}

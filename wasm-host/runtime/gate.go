@@ -6,13 +6,14 @@ import (
 )
 
 // gate hands out a function's run slots: at most size calls compute at
-// once. A slot given back goes to a waiting call that continues a request
-// (back from the ledger, or resuming after an Await) before any new
-// request, each kind in the order they came. Under overload the calls
-// waiting are mostly new requests, each for up to its queue timeout; a
-// continuation queued behind them would wait as long again, its credits
-// reserved and its upstream call made (schema/abi.md, "Overload"; the
-// instances have the same two lines, stock.go).
+// once. A slot given back goes to the waiter who came first, but once the
+// first new request has waited stalledAfter (overload), to a call that
+// continues a request (back from the ledger, or resuming after an Await)
+// before any new one. Under overload the calls waiting are mostly new
+// requests, each for up to its queue timeout; a continuation queued behind
+// them would wait as long again, its credits reserved and its upstream
+// call made (schema/abi.md, "Overload"; the instances have the same two
+// lines, stock.go; lines.go says why not always).
 type gate struct {
 	mu    sync.Mutex
 	free  int

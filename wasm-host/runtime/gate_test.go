@@ -21,30 +21,77 @@ func queued[T any](mu *sync.Mutex, l *lines[T], continuing bool, n int) {
 	}
 }
 
-func TestGateGivesASlotToAContinuingCallFirst(t *testing.T) {
+// fakeClock is the lines' clock in the tests: it moves only when told.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1e9, 0)} }
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// lineOrder is the order in which waiters are served: in arrival order
+// while the first new request has waited less than stalledAfter, and
+// continuing calls first once it has. Each case queues its waiters a
+// millisecond apart, moves the clock on by wait, and gives back one
+// thing at a time (give), reading who got it from order.
+func lineOrder(t *testing.T, clock *fakeClock, queue func(name string, continuing bool), give func(), order <-chan string) {
+	t.Helper()
+	for _, c := range []struct {
+		wait time.Duration
+		want []string
+	}{
+		{0, []string{"new 1", "continuing", "new 2"}},
+		{stalledAfter - 3*time.Millisecond, []string{"new 1", "continuing", "new 2"}},
+		{stalledAfter, []string{"continuing", "new 1", "new 2"}},
+	} {
+		queue("new 1", false)
+		clock.advance(time.Millisecond)
+		queue("continuing", true)
+		clock.advance(time.Millisecond)
+		queue("new 2", false)
+		clock.advance(c.wait)
+		for _, want := range c.want {
+			give()
+			if got := <-order; got != want {
+				t.Fatalf("after %v: served %q, want %q (order %v)", c.wait, got, want, c.want)
+			}
+		}
+	}
+}
+
+func TestGateServesInArrivalOrderUntilTheLineStalls(t *testing.T) {
 	g := newGate(1)
+	clock := newFakeClock()
+	g.lines.now = clock.now
 	if !g.try() || g.try() {
 		t.Fatal("a gate of one slot did not give exactly one")
 	}
 	order := make(chan string, 3)
-	enter := func(name string, continuing bool) {
-		if err := g.wait(context.Background(), nil, continuing); err != nil {
-			t.Error(err)
-		}
-		order <- name
+	queue := func(name string, continuing bool) {
+		g.mu.Lock()
+		n := g.lines.line(continuing).Len()
+		g.mu.Unlock()
+		go func() {
+			if err := g.wait(context.Background(), nil, continuing); err != nil {
+				t.Error(err)
+			}
+			order <- name
+		}()
+		queued(&g.mu, &g.lines, continuing, n+1)
 	}
-	go enter("new 1", false)
-	queued(&g.mu, &g.lines, false, 1)
-	go enter("new 2", false)
-	queued(&g.mu, &g.lines, false, 2)
-	go enter("continuing", true)
-	queued(&g.mu, &g.lines, true, 1)
-	for _, want := range []string{"continuing", "new 1", "new 2"} {
-		g.leave()
-		if got := <-order; got != want {
-			t.Fatalf("the slot went to %q, want %q", got, want)
-		}
-	}
+	lineOrder(t, clock, queue, g.leave, order)
 	g.leave()
 	if !g.try() {
 		t.Fatal("the last slot given back is not free")

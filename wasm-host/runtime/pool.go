@@ -191,7 +191,7 @@ func (f *Function) enter(ctx context.Context, q *queueWait, continuing bool) err
 // deadline instead. Under overload, new requests are answered 503
 // overloaded after the budget instead of queueing until their deadline, so
 // the wait of the requests admitted stays within about the budget (their
-// continuations go first: gate.go, stock.go) instead of growing for as
+// continuations go first once the line stalls: lines.go) instead of growing for as
 // long as the overload lasts (schema/abi.md, "Overload").
 type queueWait struct {
 	limit time.Duration // 0: no budget

@@ -6,11 +6,11 @@ import (
 )
 
 // stock is a function's instances: the idle ones, and how many live (idle,
-// busy or parked in the ledger), at most max. Like the gate, it serves a
-// call that continues a request before any new request: when every
-// instance is parked in the ledger, a continuation after an Await needs
-// one, and behind new requests each waiting up to its queue timeout it
-// would wait as long again (schema/abi.md, "Overload").
+// busy or parked in the ledger), at most max. Like the gate, once its line
+// has stalled it serves a call that continues a request before any new
+// request: when every instance is parked in the ledger, a continuation
+// after an Await needs one, and behind new requests each waiting up to its
+// queue timeout it would wait as long again (schema/abi.md, "Overload").
 type stock struct {
 	mu    sync.Mutex
 	idle  []*instance

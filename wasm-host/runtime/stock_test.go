@@ -7,46 +7,45 @@ import (
 	"time"
 )
 
-func TestStockGivesAnInstanceToAContinuingCallFirst(t *testing.T) {
+func TestStockServesInArrivalOrderUntilTheLineStalls(t *testing.T) {
 	s := &stock{max: 1}
+	clock := newFakeClock()
+	s.lines.now = clock.now
 	if _, mk, ok := s.take(); !ok || !mk {
 		t.Fatal("an empty stock of one did not let the first caller make an instance")
 	}
 	if _, _, ok := s.take(); ok {
 		t.Fatal("a stock of one gave a second instance")
 	}
-	type got struct {
-		name string
-		inst *instance
-		mk   bool
-	}
-	order := make(chan got, 3)
-	wait := func(name string, continuing bool) {
-		inst, mk, err := s.wait(context.Background(), nil, continuing)
-		if err != nil {
-			t.Error(err)
-		}
-		order <- got{name, inst, mk}
-	}
-	go wait("new 1", false)
-	queued(&s.mu, &s.lines, false, 1)
-	go wait("new 2", false)
-	queued(&s.mu, &s.lines, false, 2)
-	go wait("continuing", true)
-	queued(&s.mu, &s.lines, true, 1)
 	inst := &instance{}
-	s.put(inst)
-	if g := <-order; g.name != "continuing" || g.inst != inst {
-		t.Fatalf("the instance went to %q (%v), want the continuing call", g.name, g.inst)
+	order := make(chan string, 3)
+	queue := func(name string, continuing bool) {
+		s.mu.Lock()
+		n := s.lines.line(continuing).Len()
+		s.mu.Unlock()
+		go func() {
+			got, _, err := s.wait(context.Background(), nil, continuing)
+			if err != nil {
+				t.Error(err)
+			}
+			if got != inst {
+				t.Errorf("%s got %v, want the instance given back", name, got)
+			}
+			order <- name
+		}()
+		queued(&s.mu, &s.lines, continuing, n+1)
 	}
-	s.put(inst)
-	if g := <-order; g.name != "new 1" || g.inst != inst {
-		t.Fatalf("the instance went to %q, want new 1", g.name)
-	}
+	lineOrder(t, clock, queue, func() { s.put(inst) }, order)
 	// An instance discarded: the next waiter may make one in its place.
+	done := make(chan bool)
+	go func() {
+		got, mk, err := s.wait(context.Background(), nil, false)
+		done <- err == nil && got == nil && mk
+	}()
+	queued(&s.mu, &s.lines, false, 1)
 	s.drop()
-	if g := <-order; g.name != "new 2" || g.inst != nil || !g.mk {
-		t.Fatalf("after a drop: %q got %v, make %v; want new 2 to make one", g.name, g.inst, g.mk)
+	if !<-done {
+		t.Fatal("after a drop the waiter was not let to make an instance")
 	}
 	if s.live != 1 {
 		t.Fatalf("%d live, want 1", s.live)

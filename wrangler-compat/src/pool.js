@@ -15,9 +15,11 @@
 // ledger. A request that finds them all busy waits for one until its
 // deadline, then gets 503 overloaded; a new request (its first call) waits
 // at most GATEWAY_QUEUE_TIMEOUT, as on the wazero host (runtime, pool.go):
-// a call resuming after an Await has made its upstream call, waits for its
-// deadline, and gets a freed instance before any new request (gate.go says
-// why).
+// a call resuming after an Await has made its upstream call and waits for
+// its deadline. Freed instances go to the waiters in the order they came
+// until the first new request has waited STALLED_AFTER_MS; from then on
+// (overload) to calls resuming after an Await first, as on the wazero host
+// (runtime, lines.go, says why).
 //
 // Memory: a module's heap is an arena reset after every call the pool keeps
 // the instance for (Instance.reset, schema/abi.md "The arena"), so its
@@ -33,6 +35,12 @@ export const MAX_INSTANCES = 8;
 
 /** An instance whose linear memory has grown past this is not reused. */
 export const RECYCLE_BYTES = 4 << 20;
+
+/**
+ * How long the first new request in line waits before the line counts as
+ * stalled and resuming calls are served first (runtime.stalledAfter).
+ */
+export const STALLED_AFTER_MS = 100;
 
 /** No instance became free before the request's deadline or within its queue timeout. */
 export class Overloaded extends Error {
@@ -58,8 +66,8 @@ export class Pool {
     this.env = env; // the settings' source while an instance initialises
     this.idle = [];
     this.live = 0; // instances created and not discarded, idle or busy
-    this.waiters = []; // resolve functions of new requests waiting for a slot
-    this.continuing = []; // and of continuing calls, served first
+    this.waiters = []; // new requests waiting for a slot: { wake, since }
+    this.continuing = []; // and continuing calls, served first once the line stalls
   }
 
   /**
@@ -67,7 +75,8 @@ export class Pool {
    * settles; if fn throws, the instance is discarded and the error rethrown.
    * timeoutMs bounds the whole request, the wait for an instance included;
    * queueMs, when given, bounds the wait alone (a new request's), and a
-   * continuing call (resuming after an Await) waits ahead of new ones.
+   * continuing call (resuming after an Await) waits ahead of new ones once
+   * the line has stalled (#wake).
    * When it passes during the call, run throws DeadlineExceeded and writes
    * the instance off at once: wasm cannot be interrupted, and a call
    * suspended on an import may never resume once the request is gone.
@@ -121,9 +130,12 @@ export class Pool {
   #wait(deadline, continuing) {
     const line = continuing ? "continuing" : "waiters";
     return new Promise((resolve) => {
-      const waiter = (ok) => {
-        clearTimeout(timer);
-        resolve(ok);
+      const waiter = {
+        since: Date.now(),
+        wake: (ok) => {
+          clearTimeout(timer);
+          resolve(ok);
+        },
       };
       const timer = setTimeout(
         () => {
@@ -136,8 +148,16 @@ export class Pool {
     });
   }
 
+  /**
+   * wake hands a freed instance (or slot) to the waiter who came first, but
+   * to a resuming call first once the first new request has waited
+   * STALLED_AFTER_MS.
+   */
   #wake() {
-    (this.continuing.shift() ?? this.waiters.shift())?.(true);
+    const c = this.continuing[0];
+    const f = this.waiters[0];
+    const first = c && (!f || c.since < f.since || Date.now() - f.since >= STALLED_AFTER_MS) ? this.continuing : this.waiters;
+    first.shift()?.wake(true);
   }
 
   /** free gives up an instance's slot. */

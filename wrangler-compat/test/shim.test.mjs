@@ -15,7 +15,7 @@ import { hostFetch } from "../src/fetch.js";
 import { parseLibsqlURL } from "../src/ledger.js";
 import { classify, scalarSelect } from "../src/sqlshape.js";
 import { Wasi } from "../src/wasi.js";
-import { Pool, Overloaded, MAX_INSTANCES } from "../src/pool.js";
+import { Pool, Overloaded, MAX_INSTANCES, STALLED_AFTER_MS } from "../src/pool.js";
 import { functionWorker } from "../src/function.js";
 import { redact, secretsOf } from "../src/respond.js";
 
@@ -308,6 +308,26 @@ test("a new request waits for an instance at most its queue timeout; a resumed c
   assert.equal(busyDone, false, "the new request was refused at its queue timeout, before the instance was free");
   await Promise.all([resumed, patient, busy]);
   assert.deepEqual(served, ["resumed", "new"], "the continuation, queued last, was served first");
+});
+
+test("freed instances go to waiters in the order they came until the line stalls, then to resumed calls first", async () => {
+  // As on the wazero host (runtime, lines.go): always first, resumed calls
+  // kept a herd of clients that started together in step.
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const order = async (holdMs) => {
+    const pool = new Pool("f", null, {});
+    pool.idle.push({ memoryBytes: () => 0, reset: () => true });
+    pool.live = MAX_INSTANCES;
+    const busy = pool.run(() => sleep(holdMs), 10_000);
+    const served = [];
+    const first = pool.run(async () => served.push("new"), 10_000, { queueMs: 5_000 });
+    await sleep(5);
+    const resumed = pool.run(async () => served.push("resumed"), 10_000, { continuing: true });
+    await Promise.all([busy, first, resumed]);
+    return served;
+  };
+  assert.deepEqual(await order(20), ["new", "resumed"], "within STALLED_AFTER_MS: in the order they came");
+  assert.deepEqual(await order(STALLED_AFTER_MS + 50), ["resumed", "new"], "past it: the resumed call first");
 });
 
 test("a call resuming after an Await that finds no instance is out of time (504), not overloaded (503)", async () => {
