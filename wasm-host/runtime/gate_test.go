@@ -21,6 +21,16 @@ func queued[T any](mu *sync.Mutex, l *lines[T], continuing bool, n int) {
 	}
 }
 
+// enqueue starts wait on a goroutine and returns once it waits in its line
+// (one more waiter there than before).
+func enqueue[T any](mu *sync.Mutex, l *lines[T], continuing bool, wait func()) {
+	mu.Lock()
+	n := l.line(continuing).Len()
+	mu.Unlock()
+	go wait()
+	queued(mu, l, continuing, n+1)
+}
+
 // fakeClock is the lines' clock in the tests: it moves only when told.
 type fakeClock struct {
 	mu sync.Mutex
@@ -80,16 +90,12 @@ func TestGateServesInArrivalOrderUntilTheLineStalls(t *testing.T) {
 	}
 	order := make(chan string, 3)
 	queue := func(name string, continuing bool) {
-		g.mu.Lock()
-		n := g.lines.line(continuing).Len()
-		g.mu.Unlock()
-		go func() {
+		enqueue(&g.mu, &g.lines, continuing, func() {
 			if err := g.wait(context.Background(), nil, continuing); err != nil {
 				t.Error(err)
 			}
 			order <- name
-		}()
-		queued(&g.mu, &g.lines, continuing, n+1)
+		})
 	}
 	lineOrder(t, clock, queue, g.leave, order)
 	g.leave()

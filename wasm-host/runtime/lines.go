@@ -32,8 +32,8 @@ type waiter[T any] struct {
 // credits and made their upstream call; always first, continuations keep
 // a herd of clients that started together in step (each wave's new
 // requests wait for the whole of the wave before, which answers them
-// together), and added 50-100 ms to every answer of
-// `loadbench -cases closed500-1s` for as long as it ran.
+// together), 50-170 ms late for most of a run of
+// `loadbench -cases closed500-1s/small/embedded` (schema/abi.md, "In step").
 const stalledAfter = 100 * time.Millisecond
 
 func (l *lines[T]) line(continuing bool) *list.List {

@@ -20,10 +20,7 @@ func TestStockServesInArrivalOrderUntilTheLineStalls(t *testing.T) {
 	inst := &instance{}
 	order := make(chan string, 3)
 	queue := func(name string, continuing bool) {
-		s.mu.Lock()
-		n := s.lines.line(continuing).Len()
-		s.mu.Unlock()
-		go func() {
+		enqueue(&s.mu, &s.lines, continuing, func() {
 			got, _, err := s.wait(context.Background(), nil, continuing)
 			if err != nil {
 				t.Error(err)
@@ -32,17 +29,15 @@ func TestStockServesInArrivalOrderUntilTheLineStalls(t *testing.T) {
 				t.Errorf("%s got %v, want the instance given back", name, got)
 			}
 			order <- name
-		}()
-		queued(&s.mu, &s.lines, continuing, n+1)
+		})
 	}
 	lineOrder(t, clock, queue, func() { s.put(inst) }, order)
 	// An instance discarded: the next waiter may make one in its place.
 	done := make(chan bool)
-	go func() {
+	enqueue(&s.mu, &s.lines, false, func() {
 		got, mk, err := s.wait(context.Background(), nil, false)
 		done <- err == nil && got == nil && mk
-	}()
-	queued(&s.mu, &s.lines, false, 1)
+	})
 	s.drop()
 	if !<-done {
 		t.Fatal("after a drop the waiter was not let to make an instance")
