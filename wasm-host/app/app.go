@@ -83,7 +83,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 	// cold start's critical path. Handed to the warming goroutine instead,
 	// it waited up to 2 ms for a processor while this one hashed the other
 	// modules and the engine instantiated its imports.
-	names := functionNames(routes.Table)
+	names := routes.Functions(routes.Table)
 	a.traffic = newTraffic()
 	engc := make(chan *runtime.Engine, 1)
 	first := make(chan firstModule, 1)
@@ -167,7 +167,7 @@ func New(ctx context.Context, cfg *hostconfig.Config, log *slog.Logger) (*App, e
 		Abandon:    a.abandon,
 	})
 	handlers := map[string]server.Handler{}
-	for _, name := range functionNames(routes.Table) {
+	for _, name := range routes.Functions(routes.Table) {
 		if f, ok := a.Functions[name]; ok {
 			handlers[name] = a.Releases.Add(name, versions[name], f)
 		}
@@ -306,18 +306,6 @@ func (a *App) services() runtime.Services {
 			a.Log.Warn("function output", "function", fn, "text", string(p))
 		},
 	}
-}
-
-func functionNames(table []routes.Route) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, r := range table {
-		if !seen[r.Function] {
-			seen[r.Function] = true
-			out = append(out, r.Function)
-		}
-	}
-	return out
 }
 
 // moduleFile is a function's module in the functions directory, hashed.

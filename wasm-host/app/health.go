@@ -88,7 +88,7 @@ func (a *App) Ready(ctx context.Context) Readiness {
 		r.Reasons = append(r.Reasons, "upstream not configured: set UPSTREAM_KIND and UPSTREAM_URL")
 	}
 	var loading []string
-	for _, name := range functionNames(routes.Table) {
+	for _, name := range routes.Functions(routes.Table) {
 		f, ok := a.Functions[name]
 		switch {
 		case !ok || f.Failed():

@@ -56,7 +56,7 @@ func (a *App) attachReleases() { a.Metrics.AddText(a.Releases.WritePrometheus) }
 // their versions as the release families are.
 func (a *App) pools() []metrics.Pool {
 	var out []metrics.Pool
-	for _, name := range functionNames(routes.Table) {
+	for _, name := range routes.Functions(routes.Table) {
 		f, ok := a.Functions[name]
 		if !ok || !f.Loaded() {
 			continue

@@ -5,6 +5,7 @@
 package routes
 
 import (
+	"slices"
 	"strings"
 
 	"decisiongateway/shared/contract"
@@ -63,4 +64,17 @@ func matchPath(pattern, path string) bool {
 		}
 		pattern, path = pattern[pi+1:], path[qi+1:]
 	}
+}
+
+// Functions lists the functions table's routes run, each once, in the
+// order of their first route: the order a host loads their modules in, the
+// decision's first.
+func Functions(table []Route) []string {
+	var out []string
+	for _, r := range table {
+		if !slices.Contains(out, r.Function) {
+			out = append(out, r.Function)
+		}
+	}
+	return out
 }

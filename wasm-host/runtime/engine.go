@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -88,6 +89,9 @@ type Engine struct {
 	sql texts
 	// memo is the `memo` import's store (memo.go).
 	memo *memoStore
+	// early is Prestart's compile until a compile takes it (early.go).
+	earlyMu sync.Mutex
+	early   *early
 }
 
 // NewEngine creates the runtime and starts instantiating WASI and the
@@ -103,28 +107,20 @@ func NewEngine(ctx context.Context, opts Options, s Services) (*Engine, error) {
 	if opts.Sockets != nil {
 		opts = opts.Sockets.defaults(opts)
 	}
-	pages := opts.MemoryLimitPages
-	if pages == 0 {
-		pages = 1024
-	}
-	// A deadline stops a guest that never returns through the yield import
-	// that interrupt.Instrument adds to every loop (imports.go), not with
-	// wazero's close-on-context-done: that exits to Go at every loop
-	// header and made guest code 2–8× slower (BenchmarkGuestCall in
-	// wasm-host/interrupt), while the yield costs under 1%.
-	cfg := wazero.NewRuntimeConfig().
-		WithMemoryLimitPages(pages)
-	var cache wazero.CompilationCache
-	if opts.CacheDir != "" {
-		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("runtime: compilation cache: %w", err)
+	var (
+		rt    wazero.Runtime
+		cache wazero.CompilationCache
+	)
+	p := adoptEarly(opts)
+	if p != nil {
+		rt, cache = p.rt, p.cache
+	} else {
+		var err error
+		if rt, cache, err = newRuntime(ctx, opts); err != nil {
+			return nil, err
 		}
-		cache = c
-		cfg = cfg.WithCompilationCache(c)
 	}
-	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	e := &Engine{rt: rt, cache: cache, cacheDir: opts.CacheDir, services: s, recycle: opts.RecycleBytes, sockets: opts.Sockets, queue: opts.QueueTimeout, parked: opts.ParkedPerSlot, memo: newMemoStore()}
+	e := &Engine{rt: rt, cache: cache, cacheDir: opts.CacheDir, services: s, recycle: opts.RecycleBytes, sockets: opts.Sockets, queue: opts.QueueTimeout, parked: opts.ParkedPerSlot, memo: newMemoStore(), early: p}
 	if e.parked <= 0 {
 		e.parked = defaultParked
 	}
@@ -151,6 +147,12 @@ func NewEngine(ctx context.Context, opts Options, s Services) (*Engine, error) {
 // Close releases every module and the runtime.
 func (e *Engine) Close(ctx context.Context) error {
 	<-e.imports
+	e.earlyMu.Lock()
+	p := e.early
+	e.earlyMu.Unlock()
+	if p != nil {
+		<-p.done // its compile runs in the runtime closed here
+	}
 	err := e.rt.Close(ctx)
 	if e.cache != nil {
 		e.cache.Close(ctx)
@@ -174,7 +176,12 @@ func (e *Engine) Compile(ctx context.Context, name string, wasm []byte) (*Module
 // a module replaced on disk after the host hashed it is served after a
 // restart, not half-way through this run.
 func (e *Engine) CompileFile(ctx context.Context, name, path string, sum [32]byte) (*Module, error) {
-	return e.compile(ctx, name, sum, func() ([]byte, error) {
+	return e.compile(ctx, name, sum, readChecked(path, sum))
+}
+
+// readChecked reads the module at path, which must hash to sum.
+func readChecked(path string, sum [32]byte) func() ([]byte, error) {
+	return func() ([]byte, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, err
@@ -183,17 +190,26 @@ func (e *Engine) CompileFile(ctx context.Context, name, path string, sum [32]byt
 			return nil, fmt.Errorf("%s changed after the host hashed it at start; restart the host to serve it", path)
 		}
 		return b, nil
-	})
+	}
 }
 
 // compile is Compile with the module's bytes asked of source only when
 // the cache has no instrumented form for sum.
 func (e *Engine) compile(ctx context.Context, name string, sum [32]byte, source func() ([]byte, error)) (*Module, error) {
-	out, cached, err := e.instrument(source, sum)
-	if err != nil {
-		return nil, fmt.Errorf("runtime: %s: %w", name, err)
+	var (
+		out    []byte
+		cached bool
+		cm     wazero.CompiledModule
+		err    error
+	)
+	if p, ok := e.takeEarly(sum); ok {
+		out, cached, cm = p.out, p.cached, p.cm
+	} else {
+		if out, cached, err = e.instrument(source, sum); err != nil {
+			return nil, fmt.Errorf("runtime: %s: %w", name, err)
+		}
+		cm, err = e.rt.CompileModule(ctx, out)
 	}
-	cm, err := e.rt.CompileModule(ctx, out)
 	if err != nil && cached {
 		// A damaged cache entry: replace it, as if there had been none.
 		_ = os.Remove(e.instrumentedPath(sum))

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"decisiongateway/shared/abi"
 	"decisiongateway/testkit/testenv"
 	"decisiongateway/wasm-host/interrupt"
 )
@@ -37,12 +36,7 @@ func TestInstrumentedModulesAreCachedAndRepaired(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := NewFunction(ctx, m, 1, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(f.Close)
-		return f
+		return pooled(t, m)
 	}
 	entry := func() string {
 		t.Helper()
@@ -55,13 +49,7 @@ func TestInstrumentedModulesAreCachedAndRepaired(t *testing.T) {
 		}
 		return m[0]
 	}
-	echo := func(f *Function) {
-		t.Helper()
-		resp := call(t, f, abi.Request{Method: "PUT", Path: "/echo", Body: []byte("hello")})
-		if !bytes.Contains(resp.Body, []byte("hello")) {
-			t.Fatalf("echo answered %d %q", resp.Status, resp.Body)
-		}
-	}
+	echo := func(f *Function) { t.Helper(); ask(t, f, "hello") }
 
 	echo(start())
 	path := entry()
@@ -98,22 +86,14 @@ func TestCompileFileReadsTheModuleOnlyWithoutACachedForm(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		f, err := NewFunction(ctx, m, 1, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(f.Close)
-		return f, nil
+		return pooled(t, m), nil
 	}
 	echo := func(f *Function, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp := call(t, f, abi.Request{Method: "PUT", Path: "/echo", Body: []byte("hello")})
-		if !bytes.Contains(resp.Body, []byte("hello")) {
-			t.Fatalf("echo answered %d %q", resp.Status, resp.Body)
-		}
+		ask(t, f, "hello")
 	}
 
 	cache := t.TempDir()

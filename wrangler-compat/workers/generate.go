@@ -196,7 +196,7 @@ func generate(o genOptions) (*Manifest, error) {
 	if o.Local {
 		m.AI = &Worker{Name: o.Prefix + "-ai-local", Dir: "ai-local"}
 	}
-	for _, name := range functionNames(o.Routes) {
+	for _, name := range routes.Functions(o.Routes) {
 		wasm, err := os.ReadFile(filepath.Join(o.Functions, name+".wasm"))
 		if errors.Is(err, os.ErrNotExist) {
 			m.Missing = append(m.Missing, name)
@@ -252,16 +252,6 @@ func removeOld(out string) error {
 		}
 	}
 	return nil
-}
-
-func functionNames(table []routes.Route) []string {
-	var out []string
-	for _, r := range table {
-		if !slices.Contains(out, r.Function) {
-			out = append(out, r.Function)
-		}
-	}
-	return out
 }
 
 // writeFunction writes a function Worker into dir: its module, its entry

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"decisiongateway/wasm-host/buildinfo"
+	_ "decisiongateway/wasm-host/cmd/gateway/prestart" // serve's decision module compiles during package initialisation
 	"decisiongateway/wasm-host/hostconfig"
 	"decisiongateway/wasm-host/ledger"
 	"decisiongateway/wasm-host/routes"
