@@ -72,8 +72,7 @@ func Prestart(opts Options, path string) {
 		if p.sum, p.err = SumFile(opts.CacheDir, path); p.err != nil {
 			return
 		}
-		e := &Engine{cacheDir: opts.CacheDir}
-		if p.out, p.cached, p.err = e.instrument(readChecked(path, p.sum), p.sum); p.err != nil {
+		if p.out, p.cached, p.err = instrument(opts.CacheDir, readChecked(path, p.sum), p.sum); p.err != nil {
 			return
 		}
 		p.cm, p.err = rt.CompileModule(context.Background(), p.out)

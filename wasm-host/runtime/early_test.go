@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"decisiongateway/shared/abi"
 	"decisiongateway/testkit/testenv"
 )
 
@@ -59,26 +57,6 @@ func compileAndAsk(t *testing.T, e *Engine, path string, sum [32]byte, want stri
 	}
 	ask(t, pooled(t, m), want)
 	return m
-}
-
-// pooled is a pool of one instance of m, closed when the test ends.
-func pooled(t *testing.T, m *Module) *Function {
-	t.Helper()
-	f, err := NewFunction(context.Background(), m, 1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
-	return f
-}
-
-// ask PUTs "hello" to f's /echo and checks the answer's body holds want.
-func ask(t *testing.T, f *Function, want string) {
-	t.Helper()
-	resp := call(t, f, abi.Request{Method: "PUT", Path: "/echo", Body: []byte("hello")})
-	if !bytes.Contains(resp.Body, []byte(want)) {
-		t.Fatalf("answered %d %q, want %q in it", resp.Status, resp.Body, want)
-	}
 }
 
 // The engine adopts the runtime Prestart made with the same options, and

@@ -205,15 +205,15 @@ func (e *Engine) compile(ctx context.Context, name string, sum [32]byte, source 
 	if p, ok := e.takeEarly(sum); ok {
 		out, cached, cm = p.out, p.cached, p.cm
 	} else {
-		if out, cached, err = e.instrument(source, sum); err != nil {
+		if out, cached, err = instrument(e.cacheDir, source, sum); err != nil {
 			return nil, fmt.Errorf("runtime: %s: %w", name, err)
 		}
 		cm, err = e.rt.CompileModule(ctx, out)
 	}
 	if err != nil && cached {
 		// A damaged cache entry: replace it, as if there had been none.
-		_ = os.Remove(e.instrumentedPath(sum))
-		if out, _, err = e.instrument(source, sum); err == nil {
+		_ = os.Remove(instrumentedPath(e.cacheDir, sum))
+		if out, _, err = instrument(e.cacheDir, source, sum); err == nil {
 			cm, err = e.rt.CompileModule(ctx, out)
 		}
 	}
@@ -266,9 +266,9 @@ func (e *Engine) compile(ctx context.Context, name string, sum [32]byte, source 
 // the first answer, and the cache directory is already trusted with
 // wazero's compiled machine code. cached reports that out came from the
 // cache.
-func (e *Engine) instrument(source func() ([]byte, error), sum [32]byte) (out []byte, cached bool, err error) {
-	path := e.instrumentedPath(sum)
-	if e.cacheDir != "" {
+func instrument(cacheDir string, source func() ([]byte, error), sum [32]byte) (out []byte, cached bool, err error) {
+	path := instrumentedPath(cacheDir, sum)
+	if cacheDir != "" {
 		if b, err := os.ReadFile(path); err == nil {
 			return b, true, nil
 		}
@@ -277,7 +277,7 @@ func (e *Engine) instrument(source func() ([]byte, error), sum [32]byte) (out []
 	if err != nil {
 		return nil, false, err
 	}
-	if out, err = interrupt.Instrument(wasm); err != nil || e.cacheDir == "" {
+	if out, err = interrupt.Instrument(wasm); err != nil || cacheDir == "" {
 		return out, false, err
 	}
 	putCacheFile(path, out)
@@ -286,8 +286,8 @@ func (e *Engine) instrument(source func() ([]byte, error), sum [32]byte) (out []
 
 // instrumentedPath is where instrument keeps the instrumented form of the
 // module whose SHA-256 is sum.
-func (e *Engine) instrumentedPath(sum [32]byte) string {
-	return filepath.Join(e.cacheDir, "instrumented", fmt.Sprintf("v%d-%x.wasm", interrupt.Version, sum))
+func instrumentedPath(cacheDir string, sum [32]byte) string {
+	return filepath.Join(cacheDir, "instrumented", fmt.Sprintf("v%d-%x.wasm", interrupt.Version, sum))
 }
 
 // await makes the outbound call of an Await for a request that holds no

@@ -122,6 +122,26 @@ func call(t *testing.T, f *Function, req abi.Request) abi.Response {
 	return resp
 }
 
+// pooled is a pool of one instance of m, closed when the test ends.
+func pooled(t *testing.T, m *Module) *Function {
+	t.Helper()
+	f, err := NewFunction(context.Background(), m, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
+// ask PUTs "hello" to f's /echo and checks the answer's body holds want.
+func ask(t *testing.T, f *Function, want string) {
+	t.Helper()
+	resp := call(t, f, abi.Request{Method: "PUT", Path: "/echo", Body: []byte("hello")})
+	if !bytes.Contains(resp.Body, []byte(want)) {
+		t.Fatalf("answered %d %q, want %q in it", resp.Status, resp.Body, want)
+	}
+}
+
 func TestRoundTripLargeBinaryBodyAndManyHeaders(t *testing.T) {
 	f, _ := newTestFunction(t, 2)
 	body := make([]byte, 3<<20) // larger than any import buffer, every byte value
