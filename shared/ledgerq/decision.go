@@ -205,7 +205,8 @@ RETURNING request_id, (SELECT q.state = 'succeeded' FROM requests q WHERE q.id =
 // RecordDecision records a successful decision whose upstream call was
 // made before any reservation (a speculative decision, schema/ledger.md):
 // the reservation and the settlement in one statement, an INSERT into the
-// view decision_records whose trigger runs both triggers for the row. The
+// view decision_records whose trigger writes what both would write for the
+// row (schema/migrations/0009_decision_record_direct.sql). The
 // reservation decides exactly as ReserveDecision's would have at this
 // moment; the Reservation says what it decided, and charged whether the
 // attempt is now settled as a success (false when the reservation refused

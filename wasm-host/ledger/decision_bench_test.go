@@ -15,8 +15,9 @@ import (
 
 // BenchmarkDecision measures the ledger's share of one decision: the
 // reservation batch and the settlement batch of shared/ledgerq, exactly as
-// functions/decide sends them, with no module, HTTP or upstream around
-// them. One op is one decision. Besides ns/op it reports, per decision, the
+// functions/decide sends them, or in the -record rows the one batch of a
+// speculative decision (ledgerq.RecordDecision), with no module, HTTP or
+// upstream around them. One op is one decision. Besides ns/op it reports, per decision, the
 // statements the database ran, the requests sent to sqld, the transactions
 // (fewer than two when group commit shares them), the statements SQLite
 // compiled from text, how many batches shared a transaction, and the CPU
@@ -40,19 +41,23 @@ func BenchmarkDecision(b *testing.B) {
 		name     string
 		callers  int
 		idem     bool // every decision carries its own Idempotency-Key
+		record   bool // recorded after the upstream call, one batch (ledgerq.RecordDecision)
 		tune     tuning
 		embedded bool // only on the embedded file (sqld has no statement cache of ours)
 		noMerge  bool // nothing merged (Options.Merge unset)
 	}{
-		{"serial", 1, false, defaultTuning(), false, false},
-		{"serial/nocache", 1, false, noCache, true, false},
-		{"serial-idem", 1, true, defaultTuning(), false, false},
-		{"parallel8", 8, false, defaultTuning(), false, false},
-		{"parallel32", 32, false, defaultTuning(), false, false},
-		{"parallel128", 128, false, defaultTuning(), false, false},
-		{"parallel8/nocache", 8, false, noCache, true, false},
-		{"parallel8/group=1", 8, false, noGroup, false, false},
-		{"parallel8/nomerge", 8, false, defaultTuning(), false, true},
+		{"serial", 1, false, false, defaultTuning(), false, false},
+		{"serial/nocache", 1, false, false, noCache, true, false},
+		{"serial-idem", 1, true, false, defaultTuning(), false, false},
+		{"serial-record", 1, false, true, defaultTuning(), false, false},
+		{"parallel8", 8, false, false, defaultTuning(), false, false},
+		{"parallel8-record", 8, false, true, defaultTuning(), false, false},
+		{"parallel32", 32, false, false, defaultTuning(), false, false},
+		{"parallel128", 128, false, false, defaultTuning(), false, false},
+		{"parallel128-record", 128, false, true, defaultTuning(), false, false},
+		{"parallel8/nocache", 8, false, false, noCache, true, false},
+		{"parallel8/group=1", 8, false, false, noGroup, false, false},
+		{"parallel8/nomerge", 8, false, false, defaultTuning(), false, true},
 	}
 	for _, be := range sqldtest.Backends(b) {
 		setup, err := OpenWith(context.Background(), be.URL, "", Options{Create: true})
@@ -80,7 +85,11 @@ func BenchmarkDecision(b *testing.B) {
 				l := e.Bind(context.Background())
 				var caller atomic.Int64
 				decide := func(acct int) {
-					if err := benchDecision(l, accounts[acct], c.idem); err != nil {
+					run := benchDecision
+					if c.record {
+						run = func(l platform.Ledger, a benchAccount, _ bool) error { return benchRecord(l, a) }
+					}
+					if err := run(l, accounts[acct], c.idem); err != nil {
 						b.Error(err)
 					}
 				}
@@ -175,6 +184,26 @@ func benchDecision(l platform.Ledger, a benchAccount, idem bool) error {
 	}
 	if !mine {
 		return fmt.Errorf("settlement of %s found it settled already", id)
+	}
+	return nil
+}
+
+// benchRecord records one successful speculative decision: the
+// reservation and the settlement in one batch, as functions/decide sends
+// them after an upstream call made before reserving.
+func benchRecord(l platform.Ledger, a benchAccount) error {
+	id := fmt.Sprintf("req-%d", benchSeq.Add(1))
+	now := time.Now()
+	r, charged, err := ledgerq.RecordDecision(l, &ledgerq.Reserve{
+		Principal: ledgerq.Principal{AccountID: a.id, KeyHash: a.keyHash, IPHash: "ip-" + a.id, AuthLimit: 1 << 30},
+		Source:    "api", RequestID: id, Model: "model-x",
+		Questions: 1, Cost: 3, RateLimit: 1 << 30, TTL: 24 * time.Hour, Lease: 65 * time.Second, Now: now,
+	}, &ledgerq.Settle{RequestID: id, AccountID: a.id, Cost: 3, OK: true, Status: 200, InputTokens: 11, OutputTokens: 7, Now: now})
+	if err != nil {
+		return err
+	}
+	if r.Outcome != ledgerq.Reserved || !charged {
+		return fmt.Errorf("record outcome %d, charged %v", r.Outcome, charged)
 	}
 	return nil
 }
