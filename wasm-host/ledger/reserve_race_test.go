@@ -21,6 +21,9 @@ import (
 // queue behind another connection's write lock, so each host runs its
 // twelve as one group: on sqld and without an Idempotency-Key, one merged
 // INSERT whose RETURNING rows must each tell its own reservation's outcome.
+// Speculative decisions' records race the same way (the record's trigger,
+// schema/migrations/0009_decision_record_direct.sql, makes the same writes
+// under the same conditions, with the attempt settled).
 func TestReservationsRaceToTheirLimits(t *testing.T) {
 	const attempts = 24 // 2 hosts × 12 callers
 	now := time.Unix(1_800_000_010, 0)
@@ -31,14 +34,18 @@ func TestReservationsRaceToTheirLimits(t *testing.T) {
 		rateLimit int
 		sameKey   bool // every attempt carries one Idempotency-Key
 		signedIn  bool // the caller has no API key (the playground's session)
+		record    bool // speculative decisions' records (ledgerq.RecordDecision), each charged when it reserves
 		want      map[ledgerq.Outcome]int
 	}{
-		{"rate limit", 1000, 100, 7, false, false, map[ledgerq.Outcome]int{ledgerq.Reserved: 7, ledgerq.RateLimited: attempts - 7}},
-		{"auth limit", 1000, 5, 100, false, false, map[ledgerq.Outcome]int{ledgerq.Reserved: 5, ledgerq.AuthLimited: attempts - 5}},
-		{"balance", 40, 100, 100, false, false, map[ledgerq.Outcome]int{ledgerq.Reserved: 4, ledgerq.Insufficient: attempts - 4}},
-		{"same key", 1000, 100, 100, true, false, map[ledgerq.Outcome]int{ledgerq.Reserved: 1, ledgerq.InProgress: attempts - 1}},
-		{"signed in, rate limit", 1000, 100, 7, false, true, map[ledgerq.Outcome]int{ledgerq.Reserved: 7, ledgerq.RateLimited: attempts - 7}},
-		{"signed in, same key, balance", 5, 100, 100, true, true, map[ledgerq.Outcome]int{ledgerq.Insufficient: attempts}},
+		{"rate limit", 1000, 100, 7, false, false, false, map[ledgerq.Outcome]int{ledgerq.Reserved: 7, ledgerq.RateLimited: attempts - 7}},
+		{"auth limit", 1000, 5, 100, false, false, false, map[ledgerq.Outcome]int{ledgerq.Reserved: 5, ledgerq.AuthLimited: attempts - 5}},
+		{"balance", 40, 100, 100, false, false, false, map[ledgerq.Outcome]int{ledgerq.Reserved: 4, ledgerq.Insufficient: attempts - 4}},
+		{"same key", 1000, 100, 100, true, false, false, map[ledgerq.Outcome]int{ledgerq.Reserved: 1, ledgerq.InProgress: attempts - 1}},
+		{"signed in, rate limit", 1000, 100, 7, false, true, false, map[ledgerq.Outcome]int{ledgerq.Reserved: 7, ledgerq.RateLimited: attempts - 7}},
+		{"signed in, same key, balance", 5, 100, 100, true, true, false, map[ledgerq.Outcome]int{ledgerq.Insufficient: attempts}},
+		{"records, balance", 40, 100, 100, false, false, true, map[ledgerq.Outcome]int{ledgerq.Reserved: 4, ledgerq.Insufficient: attempts - 4}},
+		{"records, rate limit", 1000, 100, 7, false, false, true, map[ledgerq.Outcome]int{ledgerq.Reserved: 7, ledgerq.RateLimited: attempts - 7}},
+		{"records, auth limit", 1000, 5, 100, false, false, true, map[ledgerq.Outcome]int{ledgerq.Reserved: 5, ledgerq.AuthLimited: attempts - 5}},
 	}
 	eachBackend(t, func(t *testing.T, url string) {
 		remote := !strings.HasPrefix(url, "file:")
@@ -73,14 +80,28 @@ func TestReservationsRaceToTheirLimits(t *testing.T) {
 						if c.signedIn {
 							p.KeyHash = ""
 						}
-						r, err := ledgerq.ReserveDecision(l, &ledgerq.Reserve{
+						res := &ledgerq.Reserve{
 							Principal: p,
 							Source:    "api", RequestID: fmt.Sprintf("%s_req_%d", account, i), IdemKey: idem, Fingerprint: "fp", Model: "m",
 							Questions: 1, Cost: 10, RateLimit: c.rateLimit, TTL: time.Hour, Lease: time.Minute, Now: now,
-						})
+						}
+						var (
+							r       ledgerq.Reservation
+							charged bool
+							err     error
+						)
+						if c.record {
+							r, charged, err = ledgerq.RecordDecision(l, res, &ledgerq.Settle{RequestID: res.RequestID, AccountID: account, Cost: 10,
+								OK: true, Status: 200, InputTokens: 1, OutputTokens: 1, Now: now})
+						} else {
+							r, err = ledgerq.ReserveDecision(l, res)
+						}
 						if err != nil {
 							t.Error(err)
 							return
+						}
+						if c.record && charged != (r.Outcome == ledgerq.Reserved) {
+							t.Errorf("%s: %s outcome %d, charged %v", c.name, res.RequestID, r.Outcome, charged)
 						}
 						mu.Lock()
 						got[r.Outcome]++
@@ -95,8 +116,13 @@ func TestReservationsRaceToTheirLimits(t *testing.T) {
 				t.Errorf("%s: outcomes %v, want %v", c.name, got, c.want)
 			}
 			// Each attempt got its own outcome, not another's: exactly those
-			// told they were reserved have a pending request.
-			for _, row := range query(t, setup, "SELECT id FROM requests WHERE account_id = ? AND state = 'pending'", abi.String(account)) {
+			// told they were reserved have a pending request (a settled one
+			// when recorded).
+			state := "pending"
+			if c.record {
+				state = "succeeded"
+			}
+			for _, row := range query(t, setup, "SELECT id FROM requests WHERE account_id = ? AND state = ?", abi.String(account), abi.String(state)) {
 				if !told[row[0].AsString()] {
 					t.Errorf("%s: %s is pending but was not told it was reserved", c.name, row[0].AsString())
 				}
@@ -123,7 +149,8 @@ func TestReservationsRaceToTheirLimits(t *testing.T) {
 			}{
 				{"balance", "SELECT balance FROM accounts WHERE id = ?", []abi.Value{abi.String(account)}, c.balance - 10*reserved},
 				{"entries", "SELECT SUM(delta) FROM credit_entries WHERE account_id = ?", []abi.Value{abi.String(account)}, c.balance - 10*reserved},
-				{"pending requests", "SELECT COUNT(*) FROM requests WHERE account_id = ? AND state = 'pending'", []abi.Value{abi.String(account)}, reserved},
+				{state + " requests", "SELECT COUNT(*) FROM requests WHERE account_id = ? AND state = ?", []abi.Value{abi.String(account), abi.String(state)}, reserved},
+				{"requests", "SELECT COUNT(*) FROM requests WHERE account_id = ?", []abi.Value{abi.String(account)}, reserved},
 				{"address attempts", "SELECT COALESCE((SELECT count FROM rate_windows WHERE scope = ? AND window_start = ?), 0)",
 					[]abi.Value{abi.String("auth:ip-" + account), abi.Int64(w)}, addressAttempts},
 				{"account attempts", "SELECT COALESCE((SELECT count FROM rate_windows WHERE scope = ? AND window_start = ?), 0)",
