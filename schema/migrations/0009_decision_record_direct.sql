@@ -7,7 +7,7 @@
 -- and that the idempotency claim, which a record never runs, is not part
 -- of the program. So SQLite writes the attempt's row once and never enters
 -- it in requests_pending, and sqld, which compiles the trigger program for
--- every request that records, compiles a third of it (schema/ledger.md,
+-- every request that records, compiles about half as much (schema/ledger.md,
 -- "Speculative decisions"). The view and its columns are unchanged, so a
 -- build from before this migration records through the same view.
 DROP TRIGGER decision_record;
