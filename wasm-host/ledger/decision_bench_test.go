@@ -84,12 +84,12 @@ func BenchmarkDecision(b *testing.B) {
 				defer e.Close()
 				l := e.Bind(context.Background())
 				var caller atomic.Int64
+				one := func(a benchAccount) error { return benchDecision(l, a, c.idem) }
+				if c.record {
+					one = func(a benchAccount) error { return benchRecord(l, a) }
+				}
 				decide := func(acct int) {
-					run := benchDecision
-					if c.record {
-						run = func(l platform.Ledger, a benchAccount, _ bool) error { return benchRecord(l, a) }
-					}
-					if err := run(l, accounts[acct], c.idem); err != nil {
+					if err := one(accounts[acct]); err != nil {
 						b.Error(err)
 					}
 				}
@@ -143,15 +143,20 @@ func benchAccounts(b *testing.B, e *Executor, n int) []benchAccount {
 	out := make([]benchAccount, n)
 	for i := range out {
 		a := benchAccount{id: fmt.Sprintf("bench%07d", benchSeq.Add(1)), keyHash: fmt.Sprintf("hash-%d", benchSeq.Add(1))}
-		run(b, e,
-			stmt(`INSERT INTO accounts (id, balance, created_at) VALUES (?, ?, 0)`, abi.String(a.id), abi.Int64(1<<50)),
-			stmt(`INSERT INTO credit_entries (account_id, delta, kind, created_at) VALUES (?, ?, 'grant', 0)`, abi.String(a.id), abi.Int64(1<<50)),
-			stmt(`INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES (?, ?, 'bench', 'p', ?, 0)`,
-				abi.String("key-"+a.id), abi.String(a.id), abi.String(a.keyHash)),
-		)
+		fundAccount(b, e, a.id, a.keyHash, 1<<50, abi.NullValue())
 		out[i] = a
 	}
 	return out
+}
+
+// benchReserve is the reservation of decision id by account a, under the
+// Idempotency-Key key ("" for none), with limits no benchmark reaches.
+func benchReserve(a benchAccount, id, key string, now time.Time) *ledgerq.Reserve {
+	return &ledgerq.Reserve{
+		Principal: ledgerq.Principal{AccountID: a.id, KeyHash: a.keyHash, IPHash: "ip-" + a.id, AuthLimit: 1 << 30},
+		Source:    "api", RequestID: id, IdemKey: key, Fingerprint: "fp", Model: "model-x",
+		Questions: 1, Cost: 3, RateLimit: 1 << 30, TTL: 24 * time.Hour, Lease: 65 * time.Second, Now: now,
+	}
 }
 
 // benchDecision reserves and settles one successful decision.
@@ -161,12 +166,7 @@ func benchDecision(l platform.Ledger, a benchAccount, idem bool) error {
 	if idem {
 		key = "idem-" + id
 	}
-	now := time.Now()
-	r, err := ledgerq.ReserveDecision(l, &ledgerq.Reserve{
-		Principal: ledgerq.Principal{AccountID: a.id, KeyHash: a.keyHash, IPHash: "ip-" + a.id, AuthLimit: 1 << 30},
-		Source:    "api", RequestID: id, IdemKey: key, Fingerprint: "fp", Model: "model-x",
-		Questions: 1, Cost: 3, RateLimit: 1 << 30, TTL: 24 * time.Hour, Lease: 65 * time.Second, Now: now,
-	})
+	r, err := ledgerq.ReserveDecision(l, benchReserve(a, id, key, time.Now()))
 	if err != nil {
 		return err
 	}
@@ -194,11 +194,8 @@ func benchDecision(l platform.Ledger, a benchAccount, idem bool) error {
 func benchRecord(l platform.Ledger, a benchAccount) error {
 	id := fmt.Sprintf("req-%d", benchSeq.Add(1))
 	now := time.Now()
-	r, charged, err := ledgerq.RecordDecision(l, &ledgerq.Reserve{
-		Principal: ledgerq.Principal{AccountID: a.id, KeyHash: a.keyHash, IPHash: "ip-" + a.id, AuthLimit: 1 << 30},
-		Source:    "api", RequestID: id, Model: "model-x",
-		Questions: 1, Cost: 3, RateLimit: 1 << 30, TTL: 24 * time.Hour, Lease: 65 * time.Second, Now: now,
-	}, &ledgerq.Settle{RequestID: id, AccountID: a.id, Cost: 3, OK: true, Status: 200, InputTokens: 11, OutputTokens: 7, Now: now})
+	r, charged, err := ledgerq.RecordDecision(l, benchReserve(a, id, "", now),
+		&ledgerq.Settle{RequestID: id, AccountID: a.id, Cost: 3, OK: true, Status: 200, InputTokens: 11, OutputTokens: 7, Now: now})
 	if err != nil {
 		return err
 	}

@@ -128,3 +128,15 @@ func queueBehindLock(t *testing.T, url string, hosts []*Executor, queued int, se
 
 // probeTable is the table queueBehindLock writes to.
 const probeTable = "CREATE TABLE queue_probe (x INTEGER)"
+
+// fundAccount creates account with balance, recorded as a grant so that
+// balance = Σ entries holds, and an API key whose secret hashes to
+// keyHash, revoked at revokedAt (NULL: live).
+func fundAccount(t testing.TB, e *Executor, account, keyHash string, balance int64, revokedAt abi.Value) {
+	t.Helper()
+	run(t, e,
+		stmt("INSERT INTO accounts (id, balance, created_at) VALUES (?, ?, 0)", abi.String(account), abi.Int64(balance)),
+		stmt("INSERT INTO credit_entries (account_id, delta, kind, created_at) VALUES (?, ?, 'grant', 0)", abi.String(account), abi.Int64(balance)),
+		stmt("INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at, revoked_at) VALUES (?, ?, 'k', 'p', ?, 0, ?)",
+			abi.String("key_"+account), abi.String(account), abi.String(keyHash), revokedAt))
+}

@@ -55,11 +55,7 @@ func TestARecordWritesWhatItsReservationAndSettlementWrite(t *testing.T) {
 			for path, prefix := range []string{fmt.Sprintf("rec%d", ci), fmt.Sprintf("two%d", ci)} {
 				account, hash := prefix+"-acct", prefix+"-hash"
 				if !c.noAccount {
-					run(t, e,
-						stmt("INSERT INTO accounts (id, balance, created_at) VALUES (?, ?, 0)", abi.String(account), abi.Int64(c.balance)),
-						stmt("INSERT INTO credit_entries (account_id, delta, kind, created_at) VALUES (?, ?, 'grant', 0)", abi.String(account), abi.Int64(c.balance)),
-						stmt("INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at, revoked_at) VALUES (?, ?, 'k', 'p', ?, 0, ?)",
-							abi.String(prefix+"-key"), abi.String(account), abi.String(hash), revokedAt(c.revoked)))
+					fundAccount(t, e, account, hash, c.balance, revokedAt(c.revoked))
 				}
 				if c.stale {
 					run(t, e, stmt(`INSERT INTO requests (id, account_id, source, model, questions, cost, state, lease_until, created_at)

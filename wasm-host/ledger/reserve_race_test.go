@@ -57,11 +57,7 @@ func TestReservationsRaceToTheirLimits(t *testing.T) {
 		hosts := []*Executor{openMerging(t, url), openMerging(t, url)}
 		for ci, c := range cases {
 			account, hash := fmt.Sprintf("race_%d", ci), fmt.Sprintf("racehash_%d", ci)
-			run(t, setup,
-				stmt("INSERT INTO accounts (id, balance, created_at) VALUES (?, ?, 0)", abi.String(account), abi.Int64(c.balance)),
-				stmt("INSERT INTO credit_entries (account_id, delta, kind, created_at) VALUES (?, ?, 'grant', 0)", abi.String(account), abi.Int64(c.balance)),
-				stmt("INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES (?, ?, 'k', 'p', ?, 0)",
-					abi.String("key_"+account), abi.String(account), abi.String(hash)))
+			fundAccount(t, setup, account, hash, c.balance, abi.NullValue())
 			var (
 				mu   sync.Mutex
 				got  = map[ledgerq.Outcome]int{}
