@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,10 +19,19 @@ import (
 // nothing else.
 const operatorKey = "sk-operator-8f2c"
 
-// newVendor is a fake vendor HTTP API that records what it received and
-// answers valid decisions until a test gives it another handler.
+// newVendor is a fake vendor HTTP API that records what it received and,
+// until a test gives it another handler, answers valid decisions and lists
+// its models as a vendor does (a test whose minute rolls over between its
+// requests can list models where it meant to be refused).
 func newVendor(t testing.TB) *hosttest.Recorder {
-	return hosttest.NewRecorder(t, func(w http.ResponseWriter, _ *http.Request, body []byte) { answerValid(w, body) })
+	return hosttest.NewRecorder(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		if r.Method == "GET" && strings.HasSuffix(r.URL.Path, "/models") {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"models":[{"name":"vendor-resolved-1","description":"the fake vendor's model","release_date":"2026-01-01"}]}`)
+			return
+		}
+		answerValid(w, body)
+	})
 }
 
 // gated answers valid decisions only once gate is closed.
