@@ -69,7 +69,7 @@ func TestReservationWithALostAnswerIsReconciledNotCalledFree(t *testing.T) {
 func TestSettlementWithALostAnswerIsChargedOnceAndSaysSo(t *testing.T) {
 	var armed atomic.Bool
 	url := sqldtest.AnswerProxy(t, sqldtest.Start(t), func(body []byte) sqldtest.Fate {
-		if (bytes.Contains(body, []byte("state = 'succeeded'")) || bytes.Contains(body, []byte("decision_settlements"))) && armed.CompareAndSwap(true, false) {
+		if (bytes.Contains(body, []byte("state = 'succeeded'")) || bytes.Contains(body, []byte("decision_settlements")) || bytes.Contains(body, []byte("decision_records"))) && armed.CompareAndSwap(true, false) {
 			return sqldtest.Drop
 		}
 		return sqldtest.Forward

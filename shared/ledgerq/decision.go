@@ -110,7 +110,7 @@ WHERE account_id = ? AND key = ? AND expires_at > ?`, nil, str(r.AccountID), str
 	if err != nil {
 		return Reservation{}, err
 	}
-	if len(res[reserve].Rows) != 1 || len(res[reserve].Rows[0]) != 7 {
+	if len(res[reserve].Rows) != 1 || len(res[reserve].Rows[0]) != 6 {
 		return Reservation{}, errors.New("ledgerq: the reservation's outcome has no row")
 	}
 	out, reserved, stale := readReservation(res[reserve].Rows[0][1:], r, w)
@@ -137,23 +137,24 @@ func (r *Reserve) credentials() (keyHash, authScope abi.Value) {
 }
 
 // readReservation reads the reservation's RETURNING row after its request
-// id: the outcome decided by authentication and the rate windows (Reserved
-// when those allow the attempt), whether the attempt was recorded, and
-// whether an attempt of the account is pending past its lease.
+// id (outcomeColumns): the outcome decided by authentication and the rate
+// windows (Reserved when those allow the attempt), whether the attempt was
+// recorded, and whether an attempt of the account is pending past its lease.
 func readReservation(row []abi.Value, r *Reserve, w batch.Window) (out Reservation, reserved, stale bool) {
 	out = Reservation{Auth: Auth{Window: w}, Rate: batch.Rate{Limit: int64(r.RateLimit), Window: w}}
+	counts := row[0].AsInt()
 	if r.KeyHash == "" {
-		out.Auth.OK = row[4].Kind != abi.Null // the signed-in account exists
+		out.Auth.OK = row[3].Kind != abi.Null // the signed-in account exists
 	} else {
-		out.Auth.Count = row[0].AsInt()
+		out.Auth.Count = counts >> 32
 		out.Auth.RateLimited = out.Auth.Count > int64(r.AuthLimit)
 		out.Auth.OK = row[1].Truthy() && !out.Auth.RateLimited
 	}
-	reserved = row[3].Truthy()
+	reserved = row[2].Kind != abi.Null
 	if out.Auth.OK {
-		out.Rate.Count = row[2].AsInt() // counted only once authenticated
-		out.Balance = row[4].AsInt()
-		stale = !reserved && row[5].Truthy()
+		out.Rate.Count = counts & (1<<32 - 1) // counted only once authenticated
+		out.Balance = row[3].AsInt()
+		stale = !reserved && row[4].Truthy()
 	}
 	switch {
 	case out.Auth.RateLimited:
@@ -181,15 +182,22 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING ` + outcomeColumns("decision_reservations")
 
 // outcomeColumns is the reservation's RETURNING row after its request id,
-// read through the columns of view, the one the INSERT is into.
+// read through the row's columns of view: both windows' counts in one
+// integer (the address's attempts above bit 32, the account's decisions
+// below; a minute's count is far below 2^32), whether the key is live, the
+// attempt's state (NULL when it was not recorded), the balance, and
+// whether an attempt of the account is pending past its lease. sqld
+// compiles the statement for every request that carries it, and each
+// subquery is a part of that: the windows share one lookup and the
+// attempt's existence and state another, five instead of seven (a record
+// read its charge by a sixth).
 func outcomeColumns(view string) string {
 	return strings.ReplaceAll(`request_id,
-  (SELECT w.count FROM rate_windows w WHERE w.scope = V.auth_scope AND w.window_start = V.window_start) AS auth_count,
+  (SELECT sum(CASE w.scope WHEN V.auth_scope THEN w.count << 32 ELSE w.count END) FROM rate_windows w
+    WHERE w.scope IN (V.auth_scope, 'decide:' || V.account_id) AND w.window_start = V.window_start) AS counts,
   EXISTS (SELECT 1 FROM api_keys k WHERE k.secret_hash = V.key_hash AND k.account_id = V.account_id
     AND k.revoked_at IS NULL) AS key_live,
-  (SELECT w.count FROM rate_windows w WHERE w.scope = 'decide:' || V.account_id
-    AND w.window_start = V.window_start) AS decide_count,
-  EXISTS (SELECT 1 FROM requests q WHERE q.id = V.request_id) AS reserved,
+  (SELECT q.state FROM requests q WHERE q.id = V.request_id) AS state,
   (SELECT a.balance FROM accounts a WHERE a.id = V.account_id) AS balance,
   EXISTS (SELECT 1 FROM requests q WHERE q.account_id = V.account_id AND q.state = 'pending'
     AND q.lease_until < V.now) AS stale`, "V.", view+".")
@@ -228,11 +236,11 @@ func RecordDecision(l platform.Ledger, r *Reserve, s *Settle) (Reservation, bool
 	if err != nil {
 		return Reservation{}, false, err
 	}
-	if len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 8 {
+	if len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 6 {
 		return Reservation{}, false, errors.New("ledgerq: the decision's record has no row")
 	}
 	row := res[0].Rows[0]
-	out, reserved, stale := readReservation(row[1:7], r, w)
+	out, reserved, stale := readReservation(row[1:], r, w)
 	switch {
 	case out.Outcome != Reserved:
 	case reserved:
@@ -241,16 +249,17 @@ func RecordDecision(l platform.Ledger, r *Reserve, s *Settle) (Reservation, bool
 	default:
 		out.Outcome = Insufficient
 	}
-	return out, out.Outcome == Reserved && row[7].Truthy(), nil
+	// The record writes its attempt settled, so recorded is charged.
+	return out, out.Outcome == Reserved && row[3].AsString() == "succeeded", nil
 }
 
 // recordSQL is RecordDecision's statement: its RETURNING row is the
-// reservation's (reservationSQL) and whether the attempt is charged.
+// reservation's (reservationSQL), whose attempt state says whether the
+// attempt is charged.
 var recordSQL = `INSERT INTO decision_records (request_id, account_id, key_hash, auth_scope, auth_limit, window_start, rate_limit,
   cost, source, model, questions, lease_until, now, status, input_tokens, output_tokens, resolved_model)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-RETURNING ` + outcomeColumns("decision_records") + `,
-  (SELECT q.state = 'succeeded' FROM requests q WHERE q.id = decision_records.request_id) AS charged`
+RETURNING ` + outcomeColumns("decision_records")
 
 // MergeableStatements returns the statements a host may run merged
 // (wasm-host/ledger, Options.Merge): a decision's batches without an
