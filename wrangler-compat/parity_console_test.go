@@ -177,8 +177,10 @@ func TestConsoleFlowsAgreeOnBothHosts(t *testing.T) {
 		t.Errorf("balance %d on the wazero host, %d on Workers", b[0], b[1])
 	}
 
-	// A decision still running when its key is sent again.
+	// A decision still running when its key is sent again: both count in
+	// its account's window, on each side in one minute.
 	key := p.each(func(i int) string { return p.admin(i, "key", "patient@example.test") })
+	withinOneMinute(t, pairRoom)
 	slow := strings.Replace(decisionBody, "a red apple", "slow-upstream", 1)
 	var pending, done [2]answer
 	for i := range pending {

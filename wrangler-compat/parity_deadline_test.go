@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // answerVendorBadly plays a vendor that fails: it hangs until the caller
@@ -43,6 +44,9 @@ func TestFailuresAndDeadlinesAgreeOnBothHosts(t *testing.T) {
 		return func(i int) []string { return append(bearer(key[i]), extra...) }
 	}
 	before := p.balances("unlucky@example.test")
+	// Both sides wait out the hanging upstream's deadline (4 s each): the
+	// loop starts with room for all of it in one rate window.
+	withinOneMinute(t, 20*time.Second)
 	for _, state := range []string{"hang-upstream", "vendor-500", "vendor-garbage"} {
 		a := p.both("POST", "/v1/service", strings.Replace(decisionBody, "a red apple", state, 1), withKey("Idempotency-Key", state))
 		p.same(state, a, true, decisionHeaders...)

@@ -177,10 +177,22 @@ func (p *pair) do(i int, method, path, body string, header ...string) answer {
 	return answer{resp.StatusCode, resp.Header, b}
 }
 
+// pairRoom is the time left in a minute that a request sent to both sides
+// needs to be counted in that minute on both (a pair whose upstream hangs
+// until its deadline asks for room itself).
+const pairRoom = 2 * time.Second
+
 // both sends a request to each side; per-side values (a key, a cookie)
-// come from vary, called with the side's index.
+// come from vary, called with the side's index. A request to a route an
+// account's per-minute rate limit counts (decisions, the playground, model
+// listings) is sent to both sides in one minute: otherwise one host would
+// count it in the next window and answer another X-RateLimit-Remaining
+// from then on.
 func (p *pair) both(method, path, body string, vary func(i int) []string) [2]answer {
 	p.t.Helper()
+	if strings.HasPrefix(path, "/v1/") || path == "/api/service/playground" {
+		withinOneMinute(p.t, pairRoom)
+	}
 	var out [2]answer
 	for i := range out {
 		var h []string
