@@ -187,10 +187,10 @@ RETURNING ` + outcomeColumns("decision_reservations")
 // below; a minute's count is far below 2^32), whether the key is live, the
 // attempt's state (NULL when it was not recorded), the balance, and
 // whether an attempt of the account is pending past its lease. sqld
-// compiles the statement for every request that carries it, and each
-// subquery is a part of that: the windows share one lookup and the
-// attempt's existence and state another, five instead of seven (a record
-// read its charge by a sixth).
+// compiles the statement for every request that carries it, each subquery
+// a part of that, so the windows share one lookup and the attempt's
+// existence and charge are read from its state: five subqueries where
+// there were seven, and eight in a record.
 func outcomeColumns(view string) string {
 	return strings.ReplaceAll(`request_id,
   (SELECT sum(CASE w.scope WHEN V.auth_scope THEN w.count << 32 ELSE w.count END) FROM rate_windows w
@@ -249,7 +249,8 @@ func RecordDecision(l platform.Ledger, r *Reserve, s *Settle) (Reservation, bool
 	default:
 		out.Outcome = Insufficient
 	}
-	// The record writes its attempt settled, so recorded is charged.
+	// Charged when the attempt is settled as a success, as the record
+	// writes it when its reservation allowed it.
 	return out, out.Outcome == Reserved && row[3].AsString() == "succeeded", nil
 }
 
