@@ -4,6 +4,7 @@ package wranglercompat_test
 
 import (
 	"bytes"
+	"decisiongateway/testkit/testenv"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -149,7 +150,7 @@ func TestConsoleFlowsAgreeOnBothHosts(t *testing.T) {
 	// is the clock's minute: a side whose decisions straddled a minute
 	// boundary would be charged more before its 429, so the section starts
 	// in a minute with room for it on both sides.
-	withinOneMinute(t, 20*time.Second)
+	testenv.RoomInWindow(t, time.Minute, 20*time.Second)
 	p.same("usage", p.both("GET", "/api/service/usage", "", withCookie()), true, consoleHeaders...)
 	p.same("playground from another origin", p.both("POST", "/api/service/playground", decisionBody, withCookie("Origin", "https://evil.example", "Content-Type", "application/json")), true, decisionHeaders...)
 	played := p.both("POST", "/api/service/playground", decisionBody, withCookie("Origin", consoleOrigin, "Content-Type", "application/json"))
@@ -180,7 +181,7 @@ func TestConsoleFlowsAgreeOnBothHosts(t *testing.T) {
 	// A decision still running when its key is sent again: both count in
 	// its account's window, on each side in one minute.
 	key := p.each(func(i int) string { return p.admin(i, "key", "patient@example.test") })
-	withinOneMinute(t, pairRoom)
+	testenv.RoomInWindow(t, time.Minute, pairRoom)
 	slow := strings.Replace(decisionBody, "a red apple", "slow-upstream", 1)
 	var pending, done [2]answer
 	for i := range pending {
@@ -212,17 +213,6 @@ func TestConsoleFlowsAgreeOnBothHosts(t *testing.T) {
 				t.Errorf("%s: a secret (%.12s…) reached the log:\n%s", s.name, secret, text)
 			}
 		}
-	}
-}
-
-// withinOneMinute waits, when fewer than need are left of the clock's
-// minute, for the next one to begin: what follows (at most need long)
-// counts in one window of a per-minute rate limit on both hosts.
-func withinOneMinute(t *testing.T, need time.Duration) {
-	t.Helper()
-	now := time.Now()
-	if next := now.Truncate(time.Minute).Add(time.Minute); next.Sub(now) < need {
-		time.Sleep(next.Sub(now) + 50*time.Millisecond)
 	}
 }
 

@@ -4,6 +4,7 @@ package wranglercompat_test
 
 import (
 	"bytes"
+	"decisiongateway/testkit/testenv"
 	"io"
 	"net/http"
 	"strings"
@@ -46,7 +47,7 @@ func TestFailuresAndDeadlinesAgreeOnBothHosts(t *testing.T) {
 	before := p.balances("unlucky@example.test")
 	// Both sides wait out the hanging upstream's deadline (4 s each): the
 	// loop starts with room for all of it in one rate window.
-	withinOneMinute(t, 20*time.Second)
+	testenv.RoomInWindow(t, time.Minute, 20*time.Second)
 	for _, state := range []string{"hang-upstream", "vendor-500", "vendor-garbage"} {
 		a := p.both("POST", "/v1/service", strings.Replace(decisionBody, "a red apple", state, 1), withKey("Idempotency-Key", state))
 		p.same(state, a, true, decisionHeaders...)

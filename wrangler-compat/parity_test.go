@@ -191,7 +191,7 @@ const pairRoom = 2 * time.Second
 func (p *pair) both(method, path, body string, vary func(i int) []string) [2]answer {
 	p.t.Helper()
 	if strings.HasPrefix(path, "/v1/") || path == "/api/service/playground" {
-		withinOneMinute(p.t, pairRoom)
+		testenv.RoomInWindow(p.t, time.Minute, pairRoom)
 	}
 	var out [2]answer
 	for i := range out {

@@ -113,10 +113,10 @@ WHERE account_id = ? AND key = ? AND expires_at > ?`, nil, str(r.AccountID), str
 	if len(res[reserve].Rows) != 1 || len(res[reserve].Rows[0]) != 6 {
 		return Reservation{}, errors.New("ledgerq: the reservation's outcome has no row")
 	}
-	out, reserved, stale := readReservation(res[reserve].Rows[0][1:], r, w)
+	out, attempt, stale := readReservation(res[reserve].Rows[0][1:], r, w)
 	switch {
 	case out.Outcome != Reserved:
-	case reserved:
+	case attempt != "":
 	case stale:
 		out.Outcome = Reconciling
 	case record >= 0 && len(res[record].Rows) > 0:
@@ -138,9 +138,10 @@ func (r *Reserve) credentials() (keyHash, authScope abi.Value) {
 
 // readReservation reads the reservation's RETURNING row after its request
 // id (outcomeColumns): the outcome decided by authentication and the rate
-// windows (Reserved when those allow the attempt), whether the attempt was
-// recorded, and whether an attempt of the account is pending past its lease.
-func readReservation(row []abi.Value, r *Reserve, w batch.Window) (out Reservation, reserved, stale bool) {
+// windows (Reserved when those allow the attempt), the attempt's state (""
+// when it was not recorded), and whether an attempt of the account is
+// pending past its lease.
+func readReservation(row []abi.Value, r *Reserve, w batch.Window) (out Reservation, attempt string, stale bool) {
 	out = Reservation{Auth: Auth{Window: w}, Rate: batch.Rate{Limit: int64(r.RateLimit), Window: w}}
 	counts := row[0].AsInt()
 	if r.KeyHash == "" {
@@ -150,11 +151,11 @@ func readReservation(row []abi.Value, r *Reserve, w batch.Window) (out Reservati
 		out.Auth.RateLimited = out.Auth.Count > int64(r.AuthLimit)
 		out.Auth.OK = row[1].Truthy() && !out.Auth.RateLimited
 	}
-	reserved = row[2].Kind != abi.Null
+	attempt = row[2].AsString()
 	if out.Auth.OK {
 		out.Rate.Count = counts & (1<<32 - 1) // counted only once authenticated
 		out.Balance = row[3].AsInt()
-		stale = !reserved && row[4].Truthy()
+		stale = attempt == "" && row[4].Truthy()
 	}
 	switch {
 	case out.Auth.RateLimited:
@@ -166,7 +167,7 @@ func readReservation(row []abi.Value, r *Reserve, w batch.Window) (out Reservati
 	default:
 		out.Outcome = Reserved
 	}
-	return out, reserved, stale
+	return out, attempt, stale
 }
 
 // reservationSQL is the reservation: its RETURNING row is the request id
@@ -239,11 +240,10 @@ func RecordDecision(l platform.Ledger, r *Reserve, s *Settle) (Reservation, bool
 	if len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 6 {
 		return Reservation{}, false, errors.New("ledgerq: the decision's record has no row")
 	}
-	row := res[0].Rows[0]
-	out, reserved, stale := readReservation(row[1:], r, w)
+	out, attempt, stale := readReservation(res[0].Rows[0][1:], r, w)
 	switch {
 	case out.Outcome != Reserved:
-	case reserved:
+	case attempt != "":
 	case stale:
 		out.Outcome = Reconciling
 	default:
@@ -251,7 +251,7 @@ func RecordDecision(l platform.Ledger, r *Reserve, s *Settle) (Reservation, bool
 	}
 	// Charged when the attempt is settled as a success, as the record
 	// writes it when its reservation allowed it.
-	return out, out.Outcome == Reserved && row[3].AsString() == "succeeded", nil
+	return out, out.Outcome == Reserved && attempt == "succeeded", nil
 }
 
 // recordSQL is RecordDecision's statement: its RETURNING row is the

@@ -108,3 +108,14 @@ func WaitFor(t testing.TB, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// RoomInWindow waits, when fewer than need are left of the current fixed
+// window of length window (rate limits count in windows that start at
+// multiples of it since the epoch), until the next one begins: for a test
+// whose requests must all count in one window.
+func RoomInWindow(t testing.TB, window, need time.Duration) {
+	t.Helper()
+	if left := window - time.Duration(time.Now().UnixNano()%int64(window)); left < need {
+		time.Sleep(left + 50*time.Millisecond)
+	}
+}
