@@ -4,7 +4,6 @@ package wranglercompat_test
 
 import (
 	"bytes"
-	"decisiongateway/testkit/testenv"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"decisiongateway/testkit/testenv"
 )
 
 // mailKey is MAIL_API_KEY on both hosts: the mail endpoint's credential,

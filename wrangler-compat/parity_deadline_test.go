@@ -4,12 +4,13 @@ package wranglercompat_test
 
 import (
 	"bytes"
-	"decisiongateway/testkit/testenv"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"decisiongateway/testkit/testenv"
 )
 
 // answerVendorBadly plays a vendor that fails: it hangs until the caller
