@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/gorilla/websocket"
 )
 
 // The Workers' memory, per isolate.
@@ -215,13 +215,13 @@ func sampleHeap(ctx context.Context, url string, f func(heapUsage)) error {
 	)
 	defer func() {
 		if c != nil {
-			c.CloseNow()
+			c.Close()
 		}
 	}()
 	for id := 1; ; id++ {
 		if c == nil {
 			var err error
-			if c, _, err = websocket.Dial(ctx, url, nil); err != nil {
+			if c, _, err = websocket.DefaultDialer.DialContext(ctx, url, nil); err != nil {
 				c, lastErr = nil, err
 			} else {
 				c.SetReadLimit(1 << 20)
@@ -233,7 +233,7 @@ func sampleHeap(ctx context.Context, url string, f func(heapUsage)) error {
 				f(h)
 				taken++
 			} else {
-				c.CloseNow()
+				c.Close()
 				c, lastErr = nil, err
 			}
 		}
@@ -249,13 +249,15 @@ func sampleHeap(ctx context.Context, url string, f func(heapUsage)) error {
 }
 
 // askHeap sends Runtime.getHeapUsage as request id and reads its answer
-// (the inspector may send events in between).
+// (the inspector may send events in between). The connection is closed if
+// ctx ends first, which ends a read waiting on it.
 func askHeap(ctx context.Context, c *websocket.Conn, id int) (heapUsage, error) {
-	if err := c.Write(ctx, websocket.MessageText, []byte(`{"id":`+strconv.Itoa(id)+`,"method":"Runtime.getHeapUsage"}`)); err != nil {
+	defer context.AfterFunc(ctx, func() { c.Close() })()
+	if err := c.WriteMessage(websocket.TextMessage, []byte(`{"id":`+strconv.Itoa(id)+`,"method":"Runtime.getHeapUsage"}`)); err != nil {
 		return heapUsage{}, err
 	}
 	for {
-		_, b, err := c.Read(ctx)
+		_, b, err := c.ReadMessage()
 		if err != nil {
 			return heapUsage{}, err
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/gorilla/websocket"
 )
 
 // TestListeningPortsOfTheProcess: only sockets in LISTEN state (0A) that
@@ -94,27 +94,27 @@ func TestIsolatesLineJudgesTheLargest(t *testing.T) {
 func TestSamplingSurvivesATakenSession(t *testing.T) {
 	var sessions atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
+		c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
 		if err != nil {
 			return
 		}
-		defer c.CloseNow()
+		defer c.Close()
 		n := sessions.Add(1)
 		for answered := 0; ; answered++ {
-			_, b, err := c.Read(r.Context())
+			_, b, err := c.ReadMessage()
 			if err != nil {
 				return
 			}
 			if n == 1 && answered == 1 {
-				c.Close(websocket.StatusNormalClosure, "client closed connection")
+				c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "client closed connection"))
 				return
 			}
 			var req struct{ ID int }
 			json.Unmarshal(b, &req)
-			c.Write(r.Context(), websocket.MessageText, []byte(`{"method":"Runtime.executionContextCreated","params":{}}`))
+			c.WriteMessage(websocket.TextMessage, []byte(`{"method":"Runtime.executionContextCreated","params":{}}`))
 			size := 10e6 * float64(n) // the second session reports more
 			ans, _ := json.Marshal(map[string]any{"id": req.ID, "result": map[string]any{"usedSize": 1, "totalSize": size, "backingStorageSize": 1e6}})
-			c.Write(r.Context(), websocket.MessageText, ans)
+			c.WriteMessage(websocket.TextMessage, ans)
 		}
 	}))
 	defer srv.Close()
