@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -77,7 +78,7 @@ type hranaWS struct {
 	msgs    chan []byte   // messages, from the reader goroutine
 	dead    chan struct{} // closed when the reader stops; err says why
 	err     error
-	pongs   chan struct{} // the reader's signal that a pong came (measure)
+	pongs   chan string   // the pongs' payloads, from the reader (measure)
 	done    chan struct{} // closed by drop: the reader stops delivering
 	dropped sync.Once
 	next    int64     // the next request id
@@ -167,10 +168,10 @@ func (c *hranaClient) dialWS(ctx context.Context) (*hranaWS, error) {
 		return nil, errNoWebSocket
 	}
 	conn.SetReadLimit(wsReadLimit)
-	ws := &hranaWS{conn: conn, msgs: make(chan []byte, 1), dead: make(chan struct{}), done: make(chan struct{}), pongs: make(chan struct{}, 1)}
-	conn.SetPongHandler(func(string) error {
+	ws := &hranaWS{conn: conn, msgs: make(chan []byte, 1), dead: make(chan struct{}), done: make(chan struct{}), pongs: make(chan string, 1)}
+	conn.SetPongHandler(func(payload string) error {
 		select {
-		case ws.pongs <- struct{}{}:
+		case ws.pongs <- payload:
 		default:
 		}
 		return nil
@@ -235,16 +236,26 @@ func (c *hranaClient) measure(ws *hranaWS) {
 			case <-time.After(gap):
 			}
 		}
+		// Each ping carries its number, so that a late or unasked pong is
+		// not taken for this one's answer.
+		payload := strconv.Itoa(i)
 		start := time.Now()
-		if ws.conn.WriteControl(websocket.PingMessage, nil, start.Add(pingWait)) != nil {
+		if ws.conn.WriteControl(websocket.PingMessage, []byte(payload), start.Add(pingWait)) != nil {
 			return
 		}
-		select {
-		case <-ws.pongs:
-		case <-ws.done:
-			return
-		case <-time.After(pingWait):
-			return
+		timeout := time.After(pingWait)
+	wait:
+		for {
+			select {
+			case p := <-ws.pongs:
+				if p == payload {
+					break wait
+				}
+			case <-ws.done:
+				return
+			case <-timeout:
+				return
+			}
 		}
 		d := int64(time.Since(start))
 		for {
