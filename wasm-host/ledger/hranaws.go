@@ -48,6 +48,9 @@ import (
 // pipeline endpoint.
 var errNoWebSocket = errors.New("hrana: the server does not speak Hrana over WebSocket")
 
+// wsSubprotocol is the Hrana version the client asks for, and must get.
+const wsSubprotocol = "hrana2"
+
 // wsReadLimit bounds one message from the server; a batch's results carry
 // retained answers, so it is generous.
 const wsReadLimit = 256 << 20
@@ -143,7 +146,7 @@ type wsServerMsg struct {
 // batch has been sent when it fails.
 func (c *hranaClient) dialWS(ctx context.Context) (*hranaWS, error) {
 	d := websocket.Dialer{
-		Subprotocols:    []string{"hrana2"},
+		Subprotocols:    []string{wsSubprotocol},
 		ReadBufferSize:  wsReadBuffer,
 		WriteBufferSize: wsWriteBuffer,
 	}
@@ -162,7 +165,7 @@ func (c *hranaClient) dialWS(ctx context.Context) (*hranaWS, error) {
 		}
 		return nil, fmt.Errorf("%w: %v", errNotSent, err)
 	}
-	if conn.Subprotocol() != "hrana2" {
+	if conn.Subprotocol() != wsSubprotocol {
 		// Upgraded, but without the subprotocol: not a Hrana server.
 		_ = conn.Close()
 		return nil, errNoWebSocket

@@ -18,7 +18,7 @@ import (
 // writer would think it near and stop pipelining to it.
 func TestUnaskedPongsDoNotMeasureAServerNear(t *testing.T) {
 	const late = 5 * time.Millisecond
-	up := websocket.Upgrader{Subprotocols: []string{"hrana2"}}
+	up := websocket.Upgrader{Subprotocols: []string{wsSubprotocol}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := up.Upgrade(w, r, nil)
 		if err != nil {
